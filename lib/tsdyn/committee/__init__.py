@@ -1,0 +1,24 @@
+"""Online and mini-batch SGD in two-layer teacher-student networks (Goldt et al. 2020).
+
+Simulation (:func:`simulate`) and theory (:func:`ode`, :func:`fixed_point`, the
+asymptotic formulas) share only :class:`Params`.
+"""
+
+from .params import Params
+from .simulate import initial_weights, simulate
+from .theory import (
+    eg_star_erf_both_layers_small_eta,
+    eg_star_erf_scm_small_eta,
+    eg_star_linear_scm,
+    eg_star_linear_scm_small_eta,
+    fixed_point,
+    generalisation_error,
+    max_stable_eta_linear_scm,
+    ode,
+)
+
+__all__ = [
+    "Params", "simulate", "initial_weights", "ode", "fixed_point", "generalisation_error",
+    "eg_star_linear_scm", "eg_star_linear_scm_small_eta", "eg_star_erf_scm_small_eta",
+    "eg_star_erf_both_layers_small_eta", "max_stable_eta_linear_scm",
+]

@@ -1,0 +1,115 @@
+"""Mini-batch SGD of a two-layer student on a two-layer teacher, at finite N."""
+
+import numpy as np
+
+from .. import _validate
+from . import _kernels
+from ._dataset import overlaps_dataset, times
+from .params import Params
+
+# Inputs are drawn in blocks of at most this many numbers (8 MB of float64).
+_BLOCK_NUMBERS = 2 ** 20
+
+
+def _seed_sequence(seed):
+    if isinstance(seed, np.random.SeedSequence):
+        return seed
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0:
+        return np.random.SeedSequence(int(seed))
+    raise ValueError(f"seed must be a non-negative integer or a numpy SeedSequence; got {seed!r}")
+
+
+def _streams(ss):
+    """Four independent child seeds (teacher, student, inputs, label noise).
+
+    Built from ``ss``'s entropy and spawn key rather than ``ss.spawn``, which is
+    stateful: the same ``ss`` must give the same children on every call.
+    """
+    return [np.random.SeedSequence(ss.entropy, spawn_key=(*ss.spawn_key, i),
+                                   pool_size=ss.pool_size) for i in range(4)]
+
+
+def initial_weights(params, seed):
+    """Teacher (w*, shape (M, N)) and student (w, shape (K, N); v, shape (K,)) at t = 0.
+
+    w* ~ N(0, w_star_std^2), w ~ N(0, w_init_std^2) entry-wise, v_k = v_init. The
+    streams come from children of ``seed``, so the same seed gives the same
+    networks whatever else is asked of the run.
+    """
+    teacher, student, _, _ = _streams(_seed_sequence(seed))
+    w_star = np.random.default_rng(teacher).standard_normal((params.M, params.N)) * params.w_star_std
+    w = np.random.default_rng(student).standard_normal((params.K, params.N)) * params.w_init_std
+    v = np.full(params.K, float(params.v_init))
+    return w_star, w, v
+
+
+def simulate(params, t_max, *, seed, n_points=200, spacing="linear"):
+    """Run mini-batch SGD (Goldt et al. eqs. 2-3, gradients averaged over the batch).
+
+    Each step draws ``batch`` fresh inputs x ~ N(0, I_N) (one-pass / online SGD):
+
+        w_k <- w_k - (eta / sqrt N) v_k (1/B) sum_b g'(lambda_k^b) Delta^b x^b - (eta kappa / N) w_k
+        v_k <- v_k - (eta_v / N) [(1/B) sum_b g(lambda_k^b) Delta^b + kappa v_k]   (if trained)
+
+    with Delta = phi(x) - y the error of the student on the noisy label.
+
+    Parameters
+    ----------
+    params : Params
+    t_max : float
+        Length of the run in SGD steps / N (it uses batch * t_max * N samples).
+    seed : int or numpy.random.SeedSequence
+        Teacher, student initialisation, inputs and label noise are drawn from
+        four independent children of this seed; a given seed gives bit-identical
+        results, independent of ``n_points``.
+    n_points : int
+        Number of recording times (rounded to whole steps, duplicates dropped).
+    spacing : {"linear", "log"}
+        Recording times evenly spaced in t, or log-spaced after t = 0.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``eg`` (t), ``Q`` (t, k, k2), ``R`` (t, k, m), ``v`` (t, k), ``T`` (m, m2),
+        ``diverged`` and ``t_diverged`` (inf if the run did not diverge; values after
+        a divergence are NaN). ``eg`` is the exact generalisation error of the
+        current weights, eq. (4), a function of the overlaps.
+    """
+    if not isinstance(params, Params):
+        raise ValueError(f"params must be a committee.Params; got {type(params).__name__}")
+    _validate.real("t_max", t_max, low=0.0, low_open=True, doc="length of the run in steps/N")
+    _validate.integer("n_points", n_points, low=2, doc="number of recording times")
+    ss = _seed_sequence(seed)
+    w_star, w, v = initial_weights(params, ss)
+    _, _, input_ss, noise_ss = _streams(ss)
+    rng_x, rng_noise = np.random.default_rng(input_ss), np.random.default_rng(noise_ss)
+
+    N, B = params.N, params.batch
+    steps = np.unique(np.round(times(t_max, n_points, spacing) * N).astype(np.int64))
+    n_rec = len(steps)
+    R = np.full((n_rec, params.K, params.M), np.nan)
+    Q = np.full((n_rec, params.K, params.K), np.nan)
+    V = np.full((n_rec, params.K), np.nan)
+    T = w_star @ w_star.T / N
+    v_star = params.v_star_vector()
+    steps_per_block = max(1, _BLOCK_NUMBERS // (B * N))
+    buffer = np.empty((steps_per_block * B, N))
+    zeta = np.empty(steps_per_block * B)
+    step, t_diverged = 0, np.inf
+    for r, target in enumerate(steps):
+        while step < target and np.isinf(t_diverged):
+            n = min(target - step, steps_per_block)
+            X = rng_x.standard_normal(out=buffer[:n * B])
+            z = rng_noise.standard_normal(out=zeta[:n * B])
+            done = _kernels.sgd_steps(w, v, w_star, v_star, X, z, params.act, params.eta,
+                                      params.eta_second, params.sigma, params.weight_decay,
+                                      B, params.train_second_layer)
+            step += done
+            if done < n:
+                t_diverged = (step + 1) / N
+        if not np.isinf(t_diverged):
+            break
+        R[r], Q[r], V[r] = w @ w_star.T / N, w @ w.T / N, v
+    return overlaps_dataset(params, steps / N, R, Q, V, T, t_diverged=t_diverged,
+                            kind="simulation", attrs={"seed_entropy": str(ss.entropy),
+                                                      "seed_spawn_key": str(ss.spawn_key)})

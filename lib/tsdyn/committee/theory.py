@@ -1,0 +1,274 @@
+"""Order-parameter ODEs of two-layer networks (Saad & Solla 1995; Goldt et al. 2020) and
+the asymptotic generalisation errors of Goldt et al., sec. 2-3."""
+
+import math
+
+import numpy as np
+from scipy.integrate import solve_ivp
+
+from .. import _validate, activations
+from . import _kernels
+from ._dataset import overlaps_dataset, times
+from .params import Params
+
+# The ODE run is stopped (and marked diverged) when an order parameter exceeds this.
+_DIVERGENCE_BOUND = 1e8
+
+
+def _matrix(name, value, shape):
+    a = np.asarray(value, dtype=float)
+    if a.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}; got {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be finite; got {a}")
+    return a
+
+
+def _check_state(params, Q, R, T, v):
+    """Validate shapes, symmetry and that [[Q, R], [R^T, T]] is a covariance matrix."""
+    K, M = params.K, params.M
+    Q = _matrix("Q0", Q, (K, K))
+    R = _matrix("R0", R, (K, M))
+    T = _matrix("T", T, (M, M))
+    v = _matrix("v0", np.broadcast_to(v, (K,)) if np.ndim(v) == 0 else v, (K,))
+    for name, S in (("Q0", Q), ("T", T)):
+        if not np.allclose(S, S.T, rtol=1e-12, atol=1e-12):
+            raise ValueError(f"{name} must be symmetric")
+    if np.linalg.eigvalsh(T).min() <= 0:
+        raise ValueError("T (teacher overlaps) must be positive definite")
+    C = _kernels.field_covariance(R, Q, T)
+    scale = max(1.0, np.abs(C).max())
+    if np.linalg.eigvalsh(C).min() < -1e-10 * scale:
+        raise ValueError("[[Q0, R0], [R0^T, T]] must be positive semi-definite "
+                         "(it is the Gram matrix of the student and teacher weights / N)")
+    return Q, R, T, v
+
+
+def _initial_state(params, Q0, R0, T, v0, init):
+    if init is not None:
+        if any(x is not None for x in (Q0, R0, T, v0)):
+            raise ValueError("give either init (a simulation) or Q0, R0, T, v0, not both")
+        first = init.isel(t=0)
+        Q0, R0, T, v0 = first.Q.values, first.R.values, init.T.values, first.v.values
+    if T is None:
+        T = params.w_star_std ** 2 * np.eye(params.M)
+    if R0 is None:
+        R0 = np.zeros((params.K, params.M))
+    if Q0 is None:
+        Q0 = params.w_init_std ** 2 * np.eye(params.K)
+    if v0 is None:
+        v0 = params.v_init
+    return _check_state(params, Q0, R0, T, v0)
+
+
+def _pack(R, Q, v):
+    return np.concatenate([R.ravel(), Q.ravel(), v])
+
+
+def _unpack(params, y):
+    K, M = params.K, params.M
+    return (y[:K * M].reshape(K, M), y[K * M:K * M + K * K].reshape(K, K), y[K * M + K * K:])
+
+
+def rhs(params, T):
+    """The right-hand side f(y) of dy/dt = f(y) as a Python callable ``f(t, y)``.
+
+    y packs (R, Q, v); see :func:`tsdyn.committee._kernels.ode_rhs` for the equations
+    (Goldt et al. eq. 9 with the mini-batch factor 1/B on the O(eta^2) terms).
+    """
+    if params.g == "relu":
+        raise NotImplementedError(
+            "the ODE for g='relu' needs the ReLU I4 integral (a 4-d orthant moment), "
+            "which is not implemented; simulate() supports relu")
+    args = (params.K, params.M, np.ascontiguousarray(T, float), params.v_star_vector(),
+            params.act, params.eta, params.eta_second, params.sigma ** 2, params.batch,
+            params.weight_decay, params.train_second_layer)
+
+    def f(t, y):
+        return _kernels.ode_rhs(y, *args, np.empty_like(y))
+
+    return f
+
+
+def ode(params, t_max=None, *, Q0=None, R0=None, T=None, v0=None, init=None,
+        n_points=200, spacing="linear", t_eval=None, rtol=1e-8, atol=1e-10):
+    """Integrate the order-parameter ODEs (Goldt et al. eq. 9; Saad & Solla 1995).
+
+    The O(eta) (drift) terms are those of online SGD; every O(eta^2) term (the
+    I4 sum and sigma^2 J2) is divided by the batch size B. Integrated with
+    scipy's adaptive DOP853 (8th order) at tolerances ``rtol``, ``atol``.
+
+    Parameters
+    ----------
+    params : Params
+    t_max : float
+        End time in SGD steps / N (a run of length t uses B t N samples). May be
+        omitted when ``init`` or ``t_eval`` gives the time axis.
+    Q0 : ndarray, shape (K, K)
+        Student-student overlaps at t = 0 (default w_init_std^2 I).
+    R0 : ndarray, shape (K, M)
+        Student-teacher overlaps at t = 0 (default 0).
+    T : ndarray, shape (M, M)
+        Teacher-teacher overlaps (default w_star_std^2 I).
+    v0 : float or ndarray, shape (K,)
+        Student second-layer weights at t = 0 (default v_init).
+    init : xarray.Dataset, optional
+        A :func:`simulate` result: the ODE starts from its t = 0 overlaps and, unless
+        ``t_eval`` is given, reports on its time axis, so theory and simulation
+        start from the same point and can be compared time by time.
+    n_points, spacing :
+        Time axis when neither ``t_eval`` nor ``init`` gives one.
+
+    Returns
+    -------
+    xarray.Dataset
+        The same variables as :func:`simulate`: eg, Q, R, v, T, diverged, t_diverged.
+    """
+    if not isinstance(params, Params):
+        raise ValueError(f"params must be a committee.Params; got {type(params).__name__}")
+    Q0, R0, T, v0 = _initial_state(params, Q0, R0, T, v0, init)
+    if t_eval is None and init is not None:
+        t_eval = init.t.values
+    if t_eval is None:
+        _validate.real("t_max", t_max, low=0.0, low_open=True, doc="end time in steps/N")
+        _validate.integer("n_points", n_points, low=2, doc="number of output times")
+        t_eval = times(t_max, n_points, spacing)
+    t_eval = np.asarray(t_eval, float)
+    if t_eval.ndim != 1 or len(t_eval) < 1 or t_eval[0] < 0 or np.any(np.diff(t_eval) <= 0):
+        raise ValueError("t_eval must be a non-empty increasing 1-d array of times >= 0")
+
+    def blow_up(t, y):
+        return _DIVERGENCE_BOUND - np.max(np.abs(y)) if np.all(np.isfinite(y)) else -1.0
+
+    blow_up.terminal = True
+    sol = solve_ivp(rhs(params, T), (0.0, t_eval[-1]), _pack(R0, Q0, v0), method="DOP853",
+                    t_eval=t_eval, rtol=rtol, atol=atol, events=blow_up)
+    n_t = len(t_eval)
+    Y = np.full((n_t, len(sol.y)), np.nan)
+    Y[:sol.y.shape[1]] = sol.y.T
+    t_diverged = sol.t_events[0][0] if len(sol.t_events[0]) else np.inf
+    if sol.status == -1:
+        raise RuntimeError(f"ODE integration failed: {sol.message}")
+    R, Q, v = (np.stack(a) for a in zip(*(_unpack(params, y) for y in Y)))
+    return overlaps_dataset(params, t_eval, R, Q, v, T, t_diverged=t_diverged, kind="ode",
+                            attrs={"rtol": rtol, "atol": atol, "n_rhs": int(sol.nfev)})
+
+
+def fixed_point(params, *, Q0=None, R0=None, T=None, v0=None, init=None, tol=1e-13,
+                t_chunk=500.0, t_cap=1e6):
+    """Integrate the ODEs until they stop moving: the asymptotic state and eps_g^*.
+
+    Runs the ODE in chunks of ``t_chunk`` (steps/N) until the largest component of
+    the right-hand side is below ``tol`` (or ``t_cap`` is reached, which raises).
+    This is the numerical counterpart of the small-noise fixed points of Goldt et
+    al. (eq. 10 for erf, eq. 12 for linear networks).
+
+    Returns
+    -------
+    xarray.Dataset
+        One time point (the time reached) with the variables of :func:`ode`, and
+        ``attrs["residual"]``, the max-norm of dy/dt there.
+    """
+    Q, R, T, v = _initial_state(params, Q0, R0, T, v0, init)
+    f = rhs(params, T)
+    y, t = _pack(R, Q, v), 0.0
+    while True:
+        residual = np.max(np.abs(f(t, y)))
+        if residual < tol:
+            break
+        if t >= t_cap or not np.all(np.isfinite(y)) or np.max(np.abs(y)) > _DIVERGENCE_BOUND:
+            raise RuntimeError(f"no fixed point reached by t = {t:g} (|dy/dt| = {residual:.3g})")
+        sol = solve_ivp(f, (t, t + t_chunk), y, method="DOP853", rtol=1e-11, atol=1e-15)
+        y, t = sol.y[:, -1], t + t_chunk
+    R, Q, v = _unpack(params, y)
+    return overlaps_dataset(params, [t], R[None], Q[None], v[None], T, t_diverged=np.inf,
+                            kind="ode fixed point", attrs={"residual": residual, "tol": tol})
+
+
+def generalisation_error(Q, R, T, v, v_star, g):
+    """Generalisation error eps_g = 1/2 <(phi - phi*)^2> from the order parameters.
+
+    Closed form for erf, linear and ReLU networks (Goldt et al. eq. 4 with the
+    I2 integrals of :mod:`tsdyn.activations`).
+
+    Parameters
+    ----------
+    Q : ndarray, shape (K, K)
+    R : ndarray, shape (K, M)
+    T : ndarray, shape (M, M)
+    v, v_star : float or ndarray, shapes (K,) and (M,)
+    g : {"erf", "linear", "relu"}
+    """
+    act = activations.code(g)
+    Q = np.asarray(Q, float)
+    K = Q.shape[0]
+    R = _matrix("R", R, (K, np.shape(R)[-1]))
+    M = R.shape[1]
+    Q = _matrix("Q", Q, (K, K))
+    T = _matrix("T", T, (M, M))
+    v = _matrix("v", np.broadcast_to(v, (K,)), (K,))
+    v_star = _matrix("v_star", np.broadcast_to(v_star, (M,)), (M,))
+    return float(_kernels.generalisation_error(act, Q, R, T, v, v_star))
+
+
+# --- asymptotic results of Goldt et al. (2020) --------------------------------------
+
+
+def eg_star_linear_scm(params):
+    """Final eps_g of a linear soft committee machine (Goldt et al. eq. 12, any B).
+
+    Only W = sum_k w_k matters for a linear SCM, and it follows SGD with learning
+    rate K eta. Its distance d = |W - W*|^2 / N obeys
+    dd/dt = -2 K eta d + (K eta)^2 (d + sigma^2) / B, whose fixed point gives
+
+        eps_g^* = d^* / 2 = K eta sigma^2 / (2 (2 B - K eta)),
+
+    eq. (12) at B = 1 (K = L + M). Finite only for K eta < 2 B.
+    """
+    _require(params, g="linear")
+    K, eta, B = params.K, params.eta, params.batch
+    if K * eta >= 2 * B:
+        return math.inf
+    return K * eta * params.sigma ** 2 / (2.0 * (2.0 * B - K * eta))
+
+
+def eg_star_linear_scm_small_eta(params):
+    """Small-eta limit of eq. (12): eps_g^* = eta sigma^2 K / (4 B) (eq. 13 at B = 1)."""
+    _require(params, g="linear")
+    return params.eta * params.sigma ** 2 * params.K / (4.0 * params.batch)
+
+
+def eg_star_erf_scm_small_eta(params):
+    """Small-eta final eps_g of an erf SCM with K >= M (Goldt et al. eq. 11).
+
+    eps_g^* = sigma^2 eta / (2 pi) (L + M / sqrt 3) / B, L = K - M: M specialised
+    units and L units that learn a zero teacher. (The 1/B follows from the noise
+    term carrying eta^2 / B.)
+    """
+    _require(params, g="erf")
+    if params.K < params.M:
+        raise ValueError(f"eq. (11) needs K >= M; got K={params.K}, M={params.M}")
+    L = params.K - params.M
+    return params.sigma ** 2 * params.eta / (2 * math.pi) * (L + params.M / math.sqrt(3)) / params.batch
+
+
+def eg_star_erf_both_layers_small_eta(params):
+    """Small-eta final eps_g with both layers trained, M = 1 (Goldt et al. eq. 15).
+
+    eps_g^* = eta (sigma v*)^2 / (2 sqrt 3 K pi) / B.
+    """
+    _require(params, g="erf")
+    if params.M != 1:
+        raise ValueError(f"eq. (15) holds for M = 1; got M={params.M}")
+    return params.eta * (params.sigma * params.v_star) ** 2 / (
+        2 * math.sqrt(3) * params.K * math.pi) / params.batch
+
+
+def max_stable_eta_linear_scm(K, batch=1):
+    """Largest learning rate at which a linear SCM converges: eta < 2 B / K."""
+    return 2.0 * batch / K
+
+
+def _require(params, *, g):
+    if params.g != g:
+        raise ValueError(f"this formula holds for g={g!r}; got g={params.g!r}")
