@@ -154,35 +154,50 @@ def ode(params, t_max=None, *, Q0=None, R0=None, T=None, v0=None, init=None,
                             attrs={"rtol": rtol, "atol": atol, "n_rhs": int(sol.nfev)})
 
 
-def fixed_point(params, *, Q0=None, R0=None, T=None, v0=None, init=None, tol=1e-13,
-                t_chunk=500.0, t_cap=1e6):
+def fixed_point(params, *, Q0=None, R0=None, T=None, v0=None, init=None, tol=1e-15,
+                eg_rtol=1e-8, t_chunk=500.0, t_cap=1e6):
     """Integrate the ODEs until they stop moving: the asymptotic state and eps_g^*.
 
-    Runs the ODE in chunks of ``t_chunk`` (steps/N) until the largest component of
-    the right-hand side is below ``tol`` (or ``t_cap`` is reached, which raises).
+    Runs the ODE in chunks of ``t_chunk`` (steps/N) until either the largest
+    component of the right-hand side is below ``tol``, or eps_g changed by less
+    than ``eg_rtol`` (relative) over the last chunk. The second criterion matters
+    for over-parameterised erf students (K > M): their superfluous units drift
+    along an almost flat direction (pairs of units turning anti-parallel, whose
+    outputs cancel) so slowly that eps_g is stationary long before dy/dt is zero.
     This is the numerical counterpart of the small-noise fixed points of Goldt et
-    al. (eq. 10 for erf, eq. 12 for linear networks).
+    al. (eq. 10 for erf, eq. 12 for linear networks). Reaching ``t_cap`` raises.
 
     Returns
     -------
     xarray.Dataset
-        One time point (the time reached) with the variables of :func:`ode`, and
-        ``attrs["residual"]``, the max-norm of dy/dt there.
+        One time point (the time reached) with the variables of :func:`ode`;
+        ``attrs["residual"]`` is the max-norm of dy/dt there and
+        ``attrs["eg_change"]`` the relative change of eps_g over the last chunk.
     """
     Q, R, T, v = _initial_state(params, Q0, R0, T, v0, init)
     f = rhs(params, T)
-    y, t = _pack(R, Q, v), 0.0
+    v_star = params.v_star_vector()
+    y, t, eg, change = _pack(R, Q, v), 0.0, np.inf, np.inf
+
+    def error(y):
+        R, Q, v = _unpack(params, y)
+        return _kernels.generalisation_error(params.act, Q, R, T, v, v_star)
+
     while True:
         residual = np.max(np.abs(f(t, y)))
-        if residual < tol:
+        if residual < tol or change < eg_rtol:
             break
         if t >= t_cap or not np.all(np.isfinite(y)) or np.max(np.abs(y)) > _DIVERGENCE_BOUND:
             raise RuntimeError(f"no fixed point reached by t = {t:g} (|dy/dt| = {residual:.3g})")
-        sol = solve_ivp(f, (t, t + t_chunk), y, method="DOP853", rtol=1e-11, atol=1e-15)
+        sol = solve_ivp(f, (t, t + t_chunk), y, method="DOP853", rtol=1e-13, atol=1e-16)
         y, t = sol.y[:, -1], t + t_chunk
+        eg, previous = error(y), eg
+        change = abs(eg - previous) / max(abs(eg), 1e-300)
     R, Q, v = _unpack(params, y)
     return overlaps_dataset(params, [t], R[None], Q[None], v[None], T, t_diverged=np.inf,
-                            kind="ode fixed point", attrs={"residual": residual, "tol": tol})
+                            kind="ode fixed point",
+                            attrs={"residual": residual, "eg_change": change, "tol": tol,
+                                   "eg_rtol": eg_rtol})
 
 
 def generalisation_error(Q, R, T, v, v_star, g):
