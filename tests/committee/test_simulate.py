@@ -78,3 +78,26 @@ def test_ode_is_the_mean_of_sgd(name):
     assert np.all(np.abs(mean) <= 4.5 * se + scale / p.N), np.max(np.abs(mean) - 4.5 * se)
     # and the deviation of single runs is itself of order N^-1/2 (C(T) ~ 1 here)
     assert np.abs(gaps).max() < scale * 3 / np.sqrt(p.N)
+
+
+def test_linear_scm_stationary_error_matches_exact_finite_n_formula():
+    """For a linear SCM the mean one-step change of d is known exactly at finite N,
+    so eps_g* with c_N = (B+1)/(BN) must match SGD within its batch-means error
+    (4 standard errors), while the N -> infinity eq. (12) is ~6% off here
+    (K eta = 1.5 is close to the stability limit, which amplifies 2/N)."""
+    p = committee.Params(N=100, M=2, K=5, eta=0.3, sigma=0.1, g="linear")
+    sim = committee.simulate(p, 4000.0, seed=1, n_points=2001)
+    mean, se = committee.stationary_error(sim, 200.0, n_batches=20)
+    exact = committee.eg_star_linear_scm(p, finite_size=True)
+    assert abs(mean - exact) < 4 * se
+    assert abs(mean - committee.eg_star_linear_scm(p)) > 10 * se
+
+
+@pytest.mark.parametrize("batch", [1, 8, 64])
+def test_linear_scm_growth_rate_collapses_with_batch(batch):
+    """Noiseless linear SCM: ln eps_g grows at lambda = -2K eta + (K eta)^2 (1/B + c_N).
+    At N = 2000 a single run's rate fluctuates by O(N^-1/2) relative; 5% covers it."""
+    for x in (0.5, 1.2):
+        p = committee.Params(N=2000, M=2, K=2, eta=x * batch, g="linear", batch=batch)
+        rate = committee.growth_rate(committee.simulate(p, 2.0 / batch, seed=0, n_points=9))
+        assert rate == pytest.approx(committee.linear_scm_growth_rate(p, finite_size=True), rel=0.05)

@@ -4,6 +4,7 @@ Simulation (:func:`simulate`) and theory (:func:`ode`, :func:`fixed_point`, the
 asymptotic formulas) share only :class:`Params`.
 """
 
+from .analysis import escape_time, growth_rate, max_gap, stationary_error
 from .params import Params
 from .simulate import initial_weights, simulate
 from .theory import (
@@ -13,12 +14,15 @@ from .theory import (
     eg_star_linear_scm_small_eta,
     fixed_point,
     generalisation_error,
+    linear_scm_growth_rate,
     max_stable_eta_linear_scm,
     ode,
+    plateau,
 )
 
 __all__ = [
-    "Params", "simulate", "initial_weights", "ode", "fixed_point", "generalisation_error",
+    "Params", "simulate", "initial_weights", "ode", "fixed_point", "plateau", "generalisation_error",
     "eg_star_linear_scm", "eg_star_linear_scm_small_eta", "eg_star_erf_scm_small_eta",
-    "eg_star_erf_both_layers_small_eta", "max_stable_eta_linear_scm",
+    "eg_star_erf_both_layers_small_eta", "max_stable_eta_linear_scm", "linear_scm_growth_rate",
+    "escape_time", "stationary_error", "max_gap", "growth_rate",
 ]

@@ -200,6 +200,68 @@ def fixed_point(params, *, Q0=None, R0=None, T=None, v0=None, init=None, tol=1e-
                                    "eg_rtol": eg_rtol})
 
 
+def _symmetric_state(K, q, c, r):
+    Q = np.full((K, K), c)
+    np.fill_diagonal(Q, q)
+    return Q, np.full((K, K), r)
+
+
+def plateau(params, *, guess=(1.0, 0.3, 0.4)):
+    """The symmetric plateau of a soft committee machine with K = M (Saad & Solla 1995).
+
+    On the unspecialised fixed point every student unit has the same overlap r
+    with every teacher unit, the same norm Q_ii = q and the same mutual overlap
+    Q_ik = c. The (q, c, r) manifold is invariant under the ODEs, so the plateau
+    is found by integrating the reduced flow on it and polishing with a root
+    finder. The escape rate is the largest real eigenvalue of the Jacobian of
+    the full (R, Q) flow there (central differences, step 1e-6): a run that
+    starts with an O(N^-1/2) asymmetry leaves the plateau after a time
+    t_esc ~ ln(N) / (2 lambda_max) + O(1).
+
+    Requires K = M, T = I (w_star_std = 1), untrained second layers v = v* = 1.
+
+    Returns
+    -------
+    dict
+        q, c, r, eg (the plateau height), lambda_max (escape rate, per unit t),
+        log_n_slope = 1 / (2 lambda_max).
+    """
+    from scipy.optimize import root
+
+    if params.K != params.M or params.train_second_layer or params.w_star_std != 1.0 \
+            or params.v_star != 1.0 or params.v_init != 1.0:
+        raise ValueError("plateau() needs K == M, T = I and fixed v = v* = 1 "
+                         f"(got K={params.K}, M={params.M})")
+    K = params.K
+    T = np.eye(K)
+    f = rhs(params, T)
+    ones = np.ones(K)
+
+    def reduced(x):
+        Q, R = _symmetric_state(K, *x)
+        dR, dQ, _ = _unpack(params, f(0.0, _pack(R, Q, ones)))
+        return np.array([dQ[0, 0], dQ[0, 1], dR[0, 0]])
+
+    flow = solve_ivp(lambda t, x: reduced(x), (0.0, 200.0 / params.eta), np.asarray(guess, float),
+                     method="DOP853", rtol=1e-10, atol=1e-12)
+    sol = root(reduced, flow.y[:, -1], method="hybr", tol=1e-14)
+    if np.max(np.abs(reduced(sol.x))) > 1e-10:
+        raise RuntimeError(f"no symmetric plateau found for these parameters ({sol.message})")
+    Q, R = _symmetric_state(K, *sol.x)
+    y = _pack(R, Q, ones)
+    n = 2 * K * K  # the (R, Q) block; v is fixed
+    J = np.empty((n, n))
+    h = 1e-6
+    for i in range(n):
+        e = np.zeros_like(y)
+        e[i] = h
+        J[:, i] = (f(0.0, y + e)[:n] - f(0.0, y - e)[:n]) / (2 * h)
+    lam = float(np.max(np.linalg.eigvals(J).real))
+    eg = _kernels.generalisation_error(params.act, Q, R, T, ones, params.v_star_vector())
+    return {"q": sol.x[0], "c": sol.x[1], "r": sol.x[2], "eg": float(eg), "lambda_max": lam,
+            "log_n_slope": 1.0 / (2.0 * lam)}
+
+
 def generalisation_error(Q, R, T, v, v_star, g):
     """Generalisation error eps_g = 1/2 <(phi - phi*)^2> from the order parameters.
 
@@ -229,22 +291,33 @@ def generalisation_error(Q, R, T, v, v_star, g):
 # --- asymptotic results of Goldt et al. (2020) --------------------------------------
 
 
-def eg_star_linear_scm(params):
+def eg_star_linear_scm(params, *, finite_size=False):
     """Final eps_g of a linear soft committee machine (Goldt et al. eq. 12, any B).
 
     Only W = sum_k w_k matters for a linear SCM, and it follows SGD with learning
-    rate K eta. Its distance d = |W - W*|^2 / N obeys
-    dd/dt = -2 K eta d + (K eta)^2 (d + sigma^2) / B, whose fixed point gives
+    rate K eta. Its distance d = |W - W*|^2 / N obeys, per unit of t,
 
-        eps_g^* = d^* / 2 = K eta sigma^2 / (2 (2 B - K eta)),
+        dd/dt = -2 K eta d + (K eta)^2 [(d + sigma^2) / B + c_N d],
 
-    eq. (12) at B = 1 (K = L + M). Finite only for K eta < 2 B.
+    with c_N = 0 in the N -> infinity limit of the ODEs. The fixed point gives
+
+        eps_g^* = d^* / 2 = K eta sigma^2 / (2 (2 B - K eta (1 + B c_N))),
+
+    eq. (12) at B = 1, c_N = 0 (K = L + M); finite only below the stability limit.
+
+    With ``finite_size=True`` the drift is the exact mean one-step change at finite
+    N: the fourth moments of the inputs give c_N = (B + 1) / (B N) (from
+    E[|x|^2 u^2] / N = (1 + 2/N) d for one sample and E[x.x'] terms of order d/N
+    between two samples of a batch), so eps_g^* is exact in expectation for SGD at
+    this N.
     """
     _require(params, g="linear")
     K, eta, B = params.K, params.eta, params.batch
-    if K * eta >= 2 * B:
+    c_n = (B + 1) / (B * params.N) if finite_size else 0.0
+    denominator = 2.0 * B - K * eta * (1.0 + B * c_n)
+    if denominator <= 0:
         return math.inf
-    return K * eta * params.sigma ** 2 / (2.0 * (2.0 * B - K * eta))
+    return K * eta * params.sigma ** 2 / (2.0 * denominator)
 
 
 def eg_star_linear_scm_small_eta(params):
@@ -279,9 +352,27 @@ def eg_star_erf_both_layers_small_eta(params):
         2 * math.sqrt(3) * params.K * math.pi) / params.batch
 
 
-def max_stable_eta_linear_scm(K, batch=1):
-    """Largest learning rate at which a linear SCM converges: eta < 2 B / K."""
-    return 2.0 * batch / K
+def max_stable_eta_linear_scm(K, batch=1, N=None):
+    """Largest learning rate at which a linear SCM converges: eta < 2 B / K.
+
+    With ``N`` given, the finite-N limit 2 B / (K (1 + (B + 1) / N)) of
+    :func:`eg_star_linear_scm` with ``finite_size=True``.
+    """
+    return 2.0 * batch / K / (1.0 if N is None else 1.0 + (batch + 1) / N)
+
+
+def linear_scm_growth_rate(params, *, finite_size=False):
+    """Exponential rate of d = |W - W*|^2 / N for a noiseless linear SCM.
+
+    lambda = -2 K eta + (K eta)^2 (1 / B + c_N), per unit t, with c_N = 0 as
+    N -> infinity and c_N = (B + 1) / (B N) for the exact mean step at finite N
+    (see :func:`eg_star_linear_scm`). For c_N = 0 and x = eta / (2 B / K),
+    lambda / (4 B) = x (x - 1) for every B: stable below x = 1.
+    """
+    _require(params, g="linear")
+    K, eta, B = params.K, params.eta, params.batch
+    c_n = (B + 1) / (B * params.N) if finite_size else 0.0
+    return -2.0 * K * eta + (K * eta) ** 2 * (1.0 / B + c_n)
 
 
 def _require(params, *, g):

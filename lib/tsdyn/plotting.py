@@ -1,0 +1,78 @@
+"""One overlay style for theory versus simulation.
+
+Theory is drawn as lines, simulations as markers with error bars (standard error
+over seeds where there are several); every chapter uses these helpers so that
+the book reads the same throughout.
+"""
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+RC = {
+    "figure.dpi": 110,
+    "savefig.dpi": 110,
+    "font.size": 10,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "legend.fontsize": 8,
+    "legend.frameon": False,
+    "lines.linewidth": 1.6,
+    "errorbar.capsize": 2,
+}
+
+
+def style():
+    """Apply the book's matplotlib style."""
+    plt.rcParams.update(RC)
+
+
+def color(i):
+    """The i-th colour of the cycle."""
+    return f"C{i % 10}"
+
+
+def theory(ax, x, y, *, label=None, c=None, ls="-", **kw):
+    """A theory curve: a line."""
+    return ax.plot(x, y, ls=ls, color=c, label=label, **kw)
+
+
+def simulation(ax, x, y, yerr=None, *, label=None, c=None, marker="o", every=1, **kw):
+    """Simulation points: open markers, with error bars when ``yerr`` is given."""
+    sl = slice(None, None, every)
+    x, y = np.asarray(x)[sl], np.asarray(y)[sl]
+    yerr = None if yerr is None else np.asarray(yerr)[sl]
+    return ax.errorbar(x, y, yerr=yerr, fmt=marker, ms=4, mfc="none", color=c, label=label,
+                       elinewidth=0.8, **kw)
+
+
+def mean_and_error(runs, var="eg"):
+    """Mean over seeds and its standard error for a list of result Datasets.
+
+    Returns (t, mean, standard error); the error is None for a single run.
+    """
+    values = np.stack([r[var].values for r in runs])
+    mean = values.mean(axis=0)
+    err = values.std(axis=0, ddof=1) / np.sqrt(len(runs)) if len(runs) > 1 else None
+    return runs[0].t.values, mean, err
+
+
+def time_label(ax, *, N=None, batch=None, axis="x"):
+    """Label a time axis in SGD steps / N, with the number of samples per unit."""
+    text = r"$t$ = SGD steps / $N$"
+    if N is not None and batch is not None:
+        text += f"  (one unit = $BN$ = {batch * N:,} samples)"
+    (ax.set_xlabel if axis == "x" else ax.set_ylabel)(text)
+
+
+def overlap_matrix(ax, M, *, title, vmax=None, cmap="RdBu_r"):
+    """An overlap matrix as a heat map with its values written in the cells."""
+    M = np.asarray(M)
+    vmax = vmax or max(np.abs(M).max(), 1e-12)
+    im = ax.imshow(M, cmap=cmap, vmin=-vmax, vmax=vmax)
+    for (i, j), val in np.ndenumerate(M):
+        ax.text(j, i, f"{val:.2f}", ha="center", va="center", fontsize=7)
+    ax.set_title(title, fontsize=9)
+    ax.set_xticks(range(M.shape[1]))
+    ax.set_yticks(range(M.shape[0]))
+    ax.grid(False)
+    return im

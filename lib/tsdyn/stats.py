@@ -1,0 +1,42 @@
+"""Small statistics used to turn runs into quoted numbers (fits, stationary means)."""
+
+import numpy as np
+
+
+def fit_line(x, y, yerr=None):
+    """Least-squares line y = a + b x, weighted by 1 / yerr^2 when errors are given.
+
+    Returns
+    -------
+    dict
+        slope, slope_se, intercept, intercept_se. With ``yerr`` the standard errors
+        come from the given errors (scaled by sqrt(chi^2 / dof) when that exceeds 1,
+        so a poor fit widens them rather than hiding it); without, from the residuals.
+    """
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if len(x) < 3:
+        raise ValueError(f"fit_line needs at least 3 points; got {len(x)}")
+    w = np.ones_like(y) if yerr is None else 1.0 / np.asarray(yerr, float) ** 2
+    A = np.stack([np.ones_like(x), x], axis=1)
+    cov = np.linalg.inv(A.T @ (A * w[:, None]))
+    coef = cov @ A.T @ (w * y)
+    chi2 = float(np.sum(w * (y - A @ coef) ** 2)) / (len(x) - 2)
+    cov = cov * (chi2 if yerr is None else max(chi2, 1.0))
+    return {"slope": coef[1], "slope_se": float(np.sqrt(cov[1, 1])),
+            "intercept": coef[0], "intercept_se": float(np.sqrt(cov[0, 0]))}
+
+
+def batch_means(series, n_batches=10):
+    """Mean of a correlated time series and its standard error from batch means.
+
+    The series is cut into ``n_batches`` contiguous blocks; if the blocks are
+    longer than the correlation time, their means are independent and the
+    spread of the block means gives an honest standard error.
+    """
+    series = np.asarray(series, float)
+    if len(series) < 2 * n_batches:
+        raise ValueError(f"need at least {2 * n_batches} points for {n_batches} batches; "
+                         f"got {len(series)}")
+    blocks = np.array_split(series, n_batches)
+    means = np.array([b.mean() for b in blocks])
+    return float(series.mean()), float(means.std(ddof=1) / np.sqrt(n_batches))
