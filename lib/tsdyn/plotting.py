@@ -76,3 +76,12 @@ def overlap_matrix(ax, M, *, title, vmax=None, cmap="RdBu_r"):
     ax.set_yticks(range(M.shape[0]))
     ax.grid(False)
     return im
+
+
+def unit_order(R):
+    """Order of student units for display: grouped by the teacher unit they overlap
+    most with, strongest first. Which student unit specialises to which teacher
+    unit is decided by fluctuations, so two runs are compared in this order."""
+    R = np.asarray(R)
+    best = np.argmax(np.abs(R), axis=1)
+    return np.lexsort((-np.abs(R).max(axis=1), best))
