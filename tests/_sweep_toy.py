@@ -1,0 +1,54 @@
+"""Cheap functions for ``tests/test_sweep.py``, importable by worker processes.
+
+They live in their own module (not the test module) so that spawned processes
+and Dask workers can unpickle them by reference.
+"""
+
+import numpy as np
+import xarray as xr
+
+CALLS = []  # (params, spawn key) of every call made in this process
+FAIL_AT = {}  # tests set this to make ``noisy`` raise at one point
+
+
+def noisy(a, b, *, seed):
+    """A scalar and a length-3 vector, both drawn from ``seed``."""
+    CALLS.append(({"a": a, "b": b}, seed.spawn_key))
+    if FAIL_AT == {"a": a, "b": b}:
+        raise RuntimeError("toy failure")
+    rng = np.random.default_rng(seed)
+    return {"x": a + rng.standard_normal(), "path": b * rng.standard_normal(3)}
+
+
+def uniform(*, seed):
+    """One uniform number, for a grid without axes."""
+    return {"u": np.random.default_rng(seed).random()}
+
+
+def trajectory(a, *, seed):
+    """A Dataset on a fixed time axis, with units and per-point attrs."""
+    t = np.linspace(0.0, 1.0, 4)
+    y = a * t + np.random.default_rng(seed).standard_normal(t.size)
+    return xr.Dataset({"y": ("t", y, {"units": "m"})},
+                      coords={"t": ("t", t, {"units": "SGD steps / N"})}, attrs={"a": a})
+
+
+def fragile(a, *, seed):
+    """Fails at a = 2 with the error a model would raise for a bad parameter."""
+    if a == 2:
+        raise ValueError("eta (learning rate) must be > 0")
+    return {"a": a}
+
+
+def moving_times(a, *, seed):
+    """A time axis that depends on the point: cannot be stacked."""
+    return xr.Dataset({"y": ("t", np.zeros(2))}, coords={"t": [0.0, a]})
+
+
+def clashing(a, *, seed):
+    """A variable named like a grid axis."""
+    return {"a": 1.0}
+
+
+def not_a_result(a, *, seed):
+    return [a]

@@ -1,0 +1,184 @@
+"""tsdyn.sweep.run: result layout, determinism across executors, the cache, errors."""
+
+import concurrent.futures as cf
+import multiprocessing
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from tsdyn import __version__, sweep
+
+# Worker processes unpickle the toy functions by reference, so they live in an
+# importable module next to this file (spawned workers inherit sys.path).
+sys.path.insert(0, str(Path(__file__).parent))
+import _sweep_toy as toy  # noqa: E402
+
+GRID = {"a": [1.0, 2.0, 3.0], "b": [10, 20]}
+N_TASKS = 3 * 2 * 2  # grid points x replicas (seeds=2)
+
+
+def sweep_noisy(executor="serial", **kwargs):
+    return sweep.run(toy.noisy, GRID, executor, seeds=2, seed=5, progress=False, **kwargs)
+
+
+@pytest.fixture
+def calls():
+    """The toy's call log, emptied before and after the test."""
+    toy.CALLS.clear()
+    yield toy.CALLS
+    toy.CALLS.clear()
+
+
+def spawn_pool(workers):
+    return cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+
+
+def test_dict_results_are_stacked_on_grid_and_seed_dims():
+    ds = sweep_noisy()
+    assert ds.x.dims == ("a", "b", "seed")
+    assert ds.path.dims == ("a", "b", "seed", "path_dim_0")
+    assert ds.path.shape == (3, 2, 2, 3)
+    np.testing.assert_array_equal(ds.a, GRID["a"])
+    np.testing.assert_array_equal(ds.b, GRID["b"])
+    np.testing.assert_array_equal(ds.seed, [0, 1])
+    assert ds.attrs == {"fn": "_sweep_toy.noisy", "seeds": 2, "seed_entropy": "5",
+                        "seed_spawn_key": "()", "tsdyn_version": __version__}
+    # point (a=2, b=20), replica 1 has axis indices (1, 1) and gets spawn key (1, 1, 1)
+    alone = toy.noisy(a=2.0, b=20, seed=np.random.SeedSequence(5, spawn_key=(1, 1, 1)))
+    assert ds.x.sel(a=2.0, b=20, seed=1).item() == alone["x"]
+    np.testing.assert_array_equal(ds.path.sel(a=2.0, b=20, seed=1), alone["path"])
+    assert len(np.unique(ds.x)) == ds.x.size  # every replica of every point has its own seed
+
+
+def test_dataset_results_keep_their_dims_coords_and_units():
+    ds = sweep.run(toy.trajectory, {"a": [1.0, 2.0]}, "serial", seeds=3, progress=False)
+    assert ds.y.dims == ("a", "seed", "t")
+    np.testing.assert_array_equal(ds.t, np.linspace(0.0, 1.0, 4))
+    assert ds.t.attrs["units"] == "SGD steps / N" and ds.y.attrs["units"] == "m"
+    assert "a" not in ds.attrs  # per-point attrs are dropped: a is a coordinate now
+
+
+def test_empty_grid_is_one_point():
+    ds = sweep.run(toy.uniform, {}, "serial", seeds=2, progress=False)
+    assert ds.u.dims == ("seed",) and ds.u.shape == (2,)
+
+
+@pytest.mark.parametrize("executor", [1, 2, None], ids=["pool-1", "pool-2", "default-pool"])
+def test_process_pools_give_bit_identical_results(executor):
+    reference = sweep_noisy()
+    if executor is None:
+        result = sweep_noisy(None)
+    else:
+        with spawn_pool(executor) as pool:
+            result = sweep_noisy(pool)
+    xr.testing.assert_identical(result, reference)  # exact equality of every value
+
+
+def test_dask_cluster_gives_bit_identical_results():
+    distributed = pytest.importorskip("dask.distributed")
+    reference = sweep_noisy()
+    with (distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                   host="127.0.0.1", dashboard_address=None) as cluster,
+          distributed.Client(cluster) as client):
+        result = sweep_noisy(client.get_executor())
+    xr.testing.assert_identical(result, reference)
+
+
+def test_other_root_seed_gives_other_results():
+    other = sweep.run(toy.noisy, GRID, "serial", seeds=2, seed=6, progress=False)
+    assert not np.any(other.x.values == sweep_noisy().x.values)
+
+
+def cache_files(cache):
+    return sorted(p.name for p in cache.iterdir())
+
+
+def test_interrupted_sweep_resumes_computing_only_missing_points(tmp_path, monkeypatch, calls):
+    uncached = sweep_noisy()
+    monkeypatch.setattr(toy, "FAIL_AT", {"a": 2.0, "b": 10})
+    with pytest.raises(RuntimeError, match="toy failure"):
+        sweep_noisy(cache=tmp_path)
+    # serial runs go in grid order: the 2 points with a = 1 (x 2 replicas) finished first
+    assert len(cache_files(tmp_path)) == 4
+    assert all(name.endswith(".pkl") and not name.startswith(".tmp") for name in cache_files(tmp_path))
+
+    monkeypatch.setattr(toy, "FAIL_AT", {})
+    calls.clear()
+    resumed = sweep_noisy(cache=tmp_path)
+    assert len(calls) == N_TASKS - 4
+    assert all(params["a"] != 1.0 for params, _ in calls)
+    xr.testing.assert_identical(resumed, uncached)
+    assert len(cache_files(tmp_path)) == N_TASKS  # and no temporary file left behind
+
+    calls.clear()
+    xr.testing.assert_identical(sweep_noisy(cache=tmp_path), uncached)
+    assert calls == []
+
+
+def test_deleted_cache_entries_are_recomputed_and_parallel_runs_fill_the_cache(tmp_path, calls):
+    with spawn_pool(2) as pool:
+        first = sweep_noisy(pool, cache=tmp_path)  # computed in workers, stored here
+    assert calls == [] and len(cache_files(tmp_path)) == N_TASKS
+    for name in cache_files(tmp_path)[:3]:
+        (tmp_path / name).unlink()
+    xr.testing.assert_identical(sweep_noisy(cache=tmp_path), first)
+    assert len(calls) == 3
+
+
+def test_cache_is_keyed_by_seed_and_more_replicas_reuse_the_old_ones(tmp_path, calls):
+    two = sweep_noisy(cache=tmp_path)
+    calls.clear()
+    three = sweep.run(toy.noisy, GRID, "serial", tmp_path, seeds=3, seed=5, progress=False)
+    assert len(calls) == 6 and {key[-1] for _, key in calls} == {2}  # only replica 2 is new
+    xr.testing.assert_identical(three.isel(seed=[0, 1]).drop_attrs(), two.drop_attrs())
+    calls.clear()
+    sweep.run(toy.noisy, GRID, "serial", tmp_path, seeds=2, seed=7, progress=False)
+    assert len(calls) == N_TASKS
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"grid": {"a": []}}, ValueError, "grid axis 'a' is empty"),
+    ({"grid": {"a": [[1.0, 2.0]]}}, ValueError, r"grid axis 'a' must be 1-D; got shape \(1, 2\)"),
+    ({"grid": {"a": 1.0}}, ValueError, r"grid axis 'a' must be 1-D; got shape \(\)"),
+    ({"grid": {"seed": [1, 2]}}, ValueError, "grid axis 'seed' is reserved"),
+    ({"grid": [1.0, 2.0]}, TypeError, "grid must be a dict"),
+    ({"grid": {"a": [1.0], "c": [1.0]}}, TypeError,
+     r"fn _sweep_toy.fragile cannot be called as fn\(\*\*point, seed=...\) .*'c'"),
+    ({"fn": 3}, TypeError, "fn must be callable; got int"),
+    ({"seeds": 0}, ValueError, r"seeds \(number of replicas per grid point\) must be an integer >= 1"),
+    ({"seed": -1}, ValueError, "seed .* must be a non-negative integer or a numpy SeedSequence"),
+    ({"executor": "threads"}, ValueError, "executor must be None, 'serial' or a concurrent"),
+    ({"executor": 4}, TypeError, "executor must be None, 'serial' or a concurrent.*got int"),
+    ({"bogus": 1}, TypeError, "unexpected keyword argument 'bogus'"),
+])
+def test_bad_input_raises_naming_the_argument(kwargs, error, match):
+    call = {"fn": toy.fragile, "grid": {"a": [1.0]}, "executor": "serial", "progress": False}
+    with pytest.raises(error, match=match):
+        sweep.run(**(call | kwargs))
+
+
+@pytest.mark.parametrize("fn, error, match", [
+    (toy.not_a_result, TypeError, r"fn must return a dict or an xarray.Dataset; got list at "
+                                  r"point \(a=1.0\), replica 0"),
+    (toy.moving_times, ValueError, r"other coordinates at point \(a=2.0\), replica 0"),
+    (toy.clashing, ValueError, r"names \['a'\] that are grid axes"),
+])
+def test_results_that_cannot_be_stacked_are_rejected(fn, error, match):
+    with pytest.raises(error, match=match):
+        sweep.run(fn, {"a": [1.0, 2.0]}, "serial", progress=False)
+
+
+@pytest.mark.parametrize("workers", [None, 2], ids=["serial", "pool-2"])
+def test_an_error_in_fn_propagates_naming_the_point(workers):
+    grid = {"a": [1, 2, 3]}
+    # pytest matches the message and the notes (PEP 678) of the exception
+    match = r"must be > 0(.|\n)*_sweep_toy.fragile raised at point \(a=2\), replica [01]"
+    if workers is None:
+        with pytest.raises(ValueError, match=match):
+            sweep.run(toy.fragile, grid, "serial", seeds=2, progress=False)
+    else:
+        with spawn_pool(workers) as pool, pytest.raises(ValueError, match=match):
+            sweep.run(toy.fragile, grid, pool, seeds=2, progress=False)
