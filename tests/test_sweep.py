@@ -182,3 +182,16 @@ def test_an_error_in_fn_propagates_naming_the_point(workers):
     else:
         with spawn_pool(workers) as pool, pytest.raises(ValueError, match=match):
             sweep.run(toy.fragile, grid, pool, seeds=2, progress=False)
+
+
+def test_partial_functions_have_a_stable_cache_name():
+    """functools.partial is named by its function and bound arguments, not its address."""
+    import functools
+
+    from tsdyn.sweep import _fn_name
+
+    a = functools.partial(np.add, 1, where=True)
+    b = functools.partial(np.add, 1, where=True)
+    c = functools.partial(np.add, 2, where=True)
+    assert _fn_name(a) == _fn_name(b) != _fn_name(c)
+    assert "0x" not in _fn_name(a)

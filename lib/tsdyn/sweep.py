@@ -9,6 +9,7 @@ sweep gives bit-identical results whatever the executor and worker count.
 import concurrent.futures as cf
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import inspect
 import itertools
@@ -163,7 +164,14 @@ def _grid_axes(grid):
 
 
 def _fn_name(fn):
-    """Qualified name of fn (its cache identity); repr for callables without one."""
+    """Qualified name of fn (its cache identity); repr for callables without one.
+
+    A ``functools.partial`` is named by its function and its bound arguments, so
+    that ``partial(simulate_point, N=100)`` keeps its cache between sessions.
+    """
+    if isinstance(fn, functools.partial):
+        bound = [repr(a) for a in fn.args] + [f"{k}={v!r}" for k, v in sorted(fn.keywords.items())]
+        return f"{_fn_name(fn.func)}({', '.join(bound)})"
     qualname = getattr(fn, "__qualname__", None)
     return f"{fn.__module__}.{qualname}" if qualname else repr(fn)
 

@@ -113,3 +113,14 @@ def simulate(params, t_max, *, seed, n_points=200, spacing="linear"):
     return overlaps_dataset(params, steps / N, R, Q, V, T, t_diverged=t_diverged,
                             kind="simulation", attrs={"seed_entropy": str(ss.entropy),
                                                       "seed_spawn_key": str(ss.spawn_key)})
+
+
+def simulate_point(*, seed, t_max, n_points=50, spacing="linear", **params):
+    """:func:`simulate` with the :class:`Params` fields as keywords.
+
+    This is the form :func:`tsdyn.sweep.run` calls, e.g.
+    ``sweep.run(partial(simulate_point, N=500, M=2, K=2, t_max=50.0), {"eta": [0.1, 0.5]})``.
+    Keep ``N`` and ``t_max`` fixed along a sweep (or record a fixed time axis with
+    ``spacing``/``n_points``) so every point returns the same time axis.
+    """
+    return simulate(Params(**params), t_max, seed=seed, n_points=n_points, spacing=spacing)
