@@ -1,0 +1,364 @@
+#!/usr/bin/env python
+"""Run the book's chapter notebooks with papermill and stage them for Jupyter Book.
+
+The chapters are committed without outputs; the book is built from executed copies in
+``_build/stage`` (``_config.yml`` says ``execute_notebooks: "off"``). Used by the
+Makefile (``make book``, ``make chapter``) and importable by the tests::
+
+    python scripts/chapters.py run [--scale quick] [--jobs N] [-p NAME VALUE ...] [NB ...]
+    python scripts/chapters.py stage
+
+``run`` executes the given notebooks (default: every notebook chapter of ``_toc.yml``)
+in parallel, one process per chapter, each with its working directory set to the
+notebook's own folder (as in Jupyter opened in ``book/``). It collects failures and
+prints, for each failed chapter, its name and the error with the traceback tail; the
+exit status is the number of failed chapters (capped at 1), so ``make`` stops.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import json
+import os
+import re
+import shutil
+import sys
+import traceback
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD = ROOT / "_build"
+STAGE = BUILD / "stage"
+FAILURES = BUILD / "chapter-failures.txt"
+KERNEL_NAME = "python3"
+# Inline backend for the kernel, whatever MPLBACKEND the caller has (the Makefile
+# exports Agg for tests and benchmarks; a kernel on Agg would produce no figures).
+KERNEL_MPLBACKEND = "module://matplotlib_inline.backend_inline"
+TRACEBACK_TAIL = 25  # lines of traceback printed per failed chapter
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+# ---------------------------------------------------------------------------- toc
+
+def toc_entries(toc: Path | str | None = None) -> list[str]:
+    """Every ``file`` of a jb-book ``_toc.yml`` in reading order (root first), no suffix."""
+    toc = Path(toc or ROOT / "_toc.yml")
+    with open(toc) as f:
+        data = yaml.safe_load(f)
+    entries = [data["root"]]
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                entries.append(node["file"])
+            for key in ("parts", "chapters", "sections"):
+                for child in node.get(key, []) or []:
+                    walk(child)
+        elif isinstance(node, list):
+            for child in node:
+                walk(child)
+
+    walk({k: v for k, v in data.items() if k in ("parts", "chapters")})
+    return [str(Path(e).with_suffix("")) if Path(e).suffix in (".md", ".ipynb") else e
+            for e in entries]
+
+
+def resolve_entry(entry: str, root: Path | str | None = None) -> Path:
+    """The source file of a toc entry: ``.ipynb`` if present, else ``.md``.
+
+    An entry with neither file resolves to the ``.ipynb`` (a chapter that should exist),
+    so that running it fails loudly rather than being skipped.
+    """
+    root = Path(root or ROOT)
+    nb, md = root / f"{entry}.ipynb", root / f"{entry}.md"
+    if nb.exists() or not md.exists():
+        return nb
+    return md
+
+
+def chapter_notebooks(root: Path | str | None = None, toc: Path | str | None = None) -> list[Path]:
+    """Paths of the ``.ipynb`` chapters listed in ``_toc.yml``, in toc order."""
+    root = Path(root or ROOT)
+    toc = Path(toc or root / "_toc.yml")
+    paths = [resolve_entry(e, root) for e in toc_entries(toc)]
+    return [p for p in paths if p.suffix == ".ipynb"]
+
+
+# ------------------------------------------------------------------------ execute
+
+def kernel_dir() -> Path:
+    """A Jupyter data dir holding a ``python3`` kernelspec that runs *this* interpreter.
+
+    It is put first on ``JUPYTER_PATH`` while a chapter runs, so that a ``python3``
+    kernelspec in the user's home (pointing to another Python) cannot shadow the venv.
+    """
+    base = BUILD / "jupyter"
+    spec = base / "kernels" / KERNEL_NAME / "kernel.json"
+    from ipykernel.kernelspec import get_kernel_dict
+
+    content = get_kernel_dict()  # ipykernel's own spec (metadata, protocol version)...
+    content["argv"][0] = sys.executable  # ...pinned to this interpreter
+    content["display_name"] = f"Python 3 ({sys.prefix})"
+    if not spec.exists() or json.loads(spec.read_text()) != content:
+        spec.parent.mkdir(parents=True, exist_ok=True)
+        tmp = spec.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(content, indent=1))
+        tmp.replace(spec)
+    return base
+
+
+@contextlib.contextmanager
+def _kernel_env():
+    env = {
+        "JUPYTER_PATH": os.pathsep.join(
+            [str(kernel_dir())] + [p for p in os.environ.get("JUPYTER_PATH", "").split(os.pathsep) if p]),
+        "MPLBACKEND": KERNEL_MPLBACKEND,
+        "NUMBA_CACHE_DIR": os.environ.get("NUMBA_CACHE_DIR", str(BUILD / "numba-cache")),
+        "PYDEVD_DISABLE_FILE_VALIDATION": "1",  # silences a debugger warning on stderr
+    }
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def execute(nb, out, parameters: dict | None = None, cwd=None, *, log_output=False,
+            execution_timeout=None):
+    """Execute notebook ``nb`` with papermill into ``out``; returns the executed notebook.
+
+    ``parameters`` are injected after the cell tagged ``parameters``; ``cwd`` is the
+    kernel's working directory (default: the notebook's folder). The kernel is
+    ``python3`` from the current interpreter (see :func:`kernel_dir`). Raises
+    ``papermill.PapermillExecutionError`` if a cell fails; ``out`` is written anyway,
+    with the error shown in it.
+    """
+    import papermill as pm
+
+    nb, out = Path(nb), Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with _kernel_env():
+        return pm.execute_notebook(
+            str(nb), str(out), parameters=dict(parameters or {}),
+            cwd=str(cwd if cwd is not None else nb.parent),
+            kernel_name=KERNEL_NAME, progress_bar=False, log_output=log_output,
+            execution_timeout=execution_timeout,
+        )
+
+
+def read_glue(executed_nb) -> dict:
+    """Values recorded with ``myst_nb.glue(name, value)`` in an executed notebook.
+
+    myst-nb 1.x emits each glue as a ``display_data`` output whose metadata holds
+    ``{"scrapbook": {"name": ..., "mime_prefix": ...}}``; with ``display=False`` the
+    mime types carry the prefix. Returns name -> the ``text/plain`` value, parsed with
+    ``ast.literal_eval`` where possible (numbers, strings, lists...), else the text.
+    ``executed_nb`` is a path or an ``nbformat`` notebook.
+    """
+    import nbformat
+
+    if not hasattr(executed_nb, "cells"):
+        executed_nb = nbformat.read(str(executed_nb), as_version=4)
+    values = {}
+    for cell in executed_nb.cells:
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            meta = output.get("metadata", {}).get("scrapbook")
+            if not meta or "name" not in meta:
+                continue
+            prefix = meta.get("mime_prefix", "") or ""
+            data = {k[len(prefix):] if k.startswith(prefix) else k: v
+                    for k, v in output.get("data", {}).items()}
+            text = data.get("text/plain")
+            if text is None:
+                values[meta["name"]] = data
+                continue
+            if isinstance(text, list):
+                text = "".join(text)
+            try:
+                values[meta["name"]] = ast.literal_eval(text)
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                values[meta["name"]] = text
+    return values
+
+
+# ---------------------------------------------------------------------------- run
+
+def output_path(nb: Path, out_dir: Path) -> Path:
+    """Where ``run`` writes the executed ``nb``: same relative path inside ``out_dir``."""
+    nb = Path(nb).resolve()
+    try:
+        return Path(out_dir) / nb.relative_to(ROOT)
+    except ValueError:
+        return Path(out_dir) / nb.name
+
+
+def _format_error(exc: BaseException) -> str:
+    """The error line and the traceback tail of a failed chapter."""
+    from papermill.exceptions import PapermillExecutionError
+
+    if isinstance(exc, PapermillExecutionError):
+        tb = _ANSI.sub("", "\n".join(exc.traceback)).splitlines()
+        head = f"{exc.ename}: {exc.evalue} (cell In [{exc.exec_count}])"
+    else:
+        tb = "".join(traceback.format_exception(exc)).splitlines()
+        head = f"{type(exc).__name__}: {exc}"
+    tail = tb[-TRACEBACK_TAIL:]
+    return "\n".join([head, *(["    ..."] if len(tb) > len(tail) else []),
+                      *("    " + line for line in tail)])
+
+
+def _run_one(nb: str, out: str, parameters: dict, log_output: bool, timeout):
+    """Worker: returns (nb, out, None) or (nb, out, error text). Never raises."""
+    try:
+        execute(nb, out, parameters, cwd=Path(nb).resolve().parent, log_output=log_output,
+                execution_timeout=timeout)
+        return nb, out, None
+    except BaseException as exc:  # noqa: BLE001 - every failure is reported, not raised
+        return nb, out, _format_error(exc)
+
+
+def run(notebooks, *, scale="quick", parameters=None, jobs=None, out_dir=None,
+        log_output=False, timeout=None, stream=sys.stdout) -> list[tuple[str, str]]:
+    """Execute ``notebooks`` in parallel; returns ``[(notebook, error), ...]`` of failures."""
+    out_dir = Path(out_dir or STAGE)
+    params = {"scale": scale, **(parameters or {})}
+    notebooks = [Path(nb) for nb in notebooks]
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(notebooks) or 1))
+    failures = []
+    tasks = [(str(nb), str(output_path(nb, out_dir))) for nb in notebooks]
+    print(f"running {len(tasks)} chapter(s) with papermill, {jobs} in parallel, "
+          f"parameters {params}", file=stream, flush=True)
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(_run_one, nb, out, params, log_output, timeout)
+                   for nb, out in tasks]
+        for fut in as_completed(futures):
+            nb, out, err = fut.result()
+            name = _display_name(nb)
+            if err is None:
+                print(f"ok      {name} -> {_display_name(out)}", file=stream, flush=True)
+            else:
+                failures.append((name, err))
+                print(f"FAILED  {name} -> {_display_name(out)}", file=stream, flush=True)
+    order = {_display_name(nb): i for i, (nb, _) in enumerate(tasks)}
+    failures.sort(key=lambda f: order.get(f[0], 0))
+    return failures
+
+
+def _display_name(path) -> str:
+    p = Path(path).resolve()
+    try:
+        return str(p.relative_to(ROOT))
+    except ValueError:
+        return str(p)
+
+
+def report(failures, stream=sys.stdout) -> str:
+    """Human-readable summary of failed chapters (empty string when none failed)."""
+    if not failures:
+        return ""
+    lines = [f"{len(failures)} chapter(s) failed:"]
+    for name, err in failures:
+        lines += ["", f"=== {name} ===", err]
+    text = "\n".join(lines) + "\n"
+    print("\n" + text, file=stream, flush=True)
+    return text
+
+
+# -------------------------------------------------------------------------- stage
+
+def stage(out_dir=None, root=None) -> Path:
+    """Copy ``_config.yml``, ``_toc.yml`` and ``book/`` (except notebooks) into the stage.
+
+    The executed notebooks are already there (``run`` writes them); a toc notebook that
+    has no executed copy is reported, since the build would show it empty or fail.
+    """
+    root = Path(root or ROOT)
+    out_dir = Path(out_dir or STAGE)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name in ("_config.yml", "_toc.yml", "references.bib"):
+        if (root / name).exists():
+            shutil.copy2(root / name, out_dir / name)
+    ignore = shutil.ignore_patterns("*.ipynb", ".ipynb_checkpoints", "__pycache__")
+    if (root / "book").is_dir():
+        shutil.copytree(root / "book", out_dir / "book", ignore=ignore, dirs_exist_ok=True)
+    missing = [nb for nb in chapter_notebooks(root)
+               if not (out_dir / nb.relative_to(root)).exists()]
+    for nb in missing:
+        print(f"warning: no executed copy of {nb.relative_to(root)} in {out_dir}; "
+              f"run `python scripts/chapters.py run` first", file=sys.stderr)
+    return out_dir
+
+
+# ---------------------------------------------------------------------------- CLI
+
+def _parse_value(text: str):
+    """A ``-p`` value: int, float, or YAML (lists, null, true/false), else the string."""
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    return value if isinstance(value, (list, dict, bool, type(None), str)) else text
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_run = sub.add_parser("run", help="execute chapters with papermill into the stage")
+    p_run.add_argument("notebooks", nargs="*", type=Path,
+                       help="chapter notebooks (default: all notebook chapters of _toc.yml)")
+    p_run.add_argument("--scale", default="quick", help="preset in params/ (default: quick)")
+    p_run.add_argument("--jobs", "-j", type=int, default=None,
+                       help="chapters run in parallel (default: number of CPUs)")
+    p_run.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
+                       metavar=("NAME", "VALUE"),
+                       help="extra parameter (value parsed as number / YAML), repeatable")
+    p_run.add_argument("--out", type=Path, default=STAGE, help=f"output dir (default: {STAGE})")
+    p_run.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds")
+    p_run.add_argument("--log-output", action="store_true", help="stream cell output to the log")
+    p_stage = sub.add_parser("stage", help="copy config and non-notebook book files into the stage")
+    p_stage.add_argument("--out", type=Path, default=STAGE)
+    sub.add_parser("list", help="print the notebook chapters in toc order")
+    args = parser.parse_args(argv)
+
+    if args.command == "list":
+        for nb in chapter_notebooks():
+            print(nb.relative_to(ROOT))
+        return 0
+    if args.command == "stage":
+        print(f"staged book sources in {stage(args.out)}")
+        return 0
+
+    notebooks = args.notebooks or chapter_notebooks()
+    if not notebooks:
+        print("no notebook chapters in _toc.yml: nothing to run")
+        return 0
+    params = {name: _parse_value(value) for name, value in args.parameter}
+    failures = run(notebooks, scale=args.scale, parameters=params, jobs=args.jobs,
+                   out_dir=args.out, log_output=args.log_output, timeout=args.timeout)
+    text = report(failures)
+    if args.out.resolve() == STAGE.resolve():
+        FAILURES.parent.mkdir(parents=True, exist_ok=True)
+        FAILURES.write_text(text)
+    if len(notebooks) == 1 and not failures:
+        print(output_path(notebooks[0], args.out))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
