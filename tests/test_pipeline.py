@@ -1,0 +1,121 @@
+"""Tests of the notebook pipeline in scripts/chapters.py (papermill runs, glue, toc)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import chapters  # noqa: E402
+
+
+def _notebook(path, *sources, parameters="x = 1.0"):
+    """A notebook with a cell tagged ``parameters`` followed by ``sources``."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    cell = nbformat.v4.new_code_cell(parameters)
+    cell.metadata["tags"] = ["parameters"]
+    nb.cells = [cell] + [nbformat.v4.new_code_cell(s) for s in sources]
+    nbformat.write(nb, str(path))
+    return path
+
+
+def test_read_glue_values_and_kernel_interpreter(tmp_path):
+    nb = _notebook(
+        tmp_path / "glued.ipynb",
+        "import os, sys\nfrom myst_nb import glue",
+        'glue("x", x * 1.5, display=False)\n'
+        'glue("label", "hello", display=False)\n'
+        'glue("shown", [1, 2, 3])\n'
+        'glue("exe", sys.executable, display=False)\n'
+        'glue("cwd", os.getcwd(), display=False)\n'
+        'glue("backend", __import__("matplotlib").get_backend(), display=False)',
+    )
+    (tmp_path / "work").mkdir()
+    out = tmp_path / "out" / "glued.ipynb"
+    chapters.execute(nb, out, {"x": 1.0}, cwd=tmp_path / "work")
+    values = chapters.read_glue(out)
+    assert values["x"] == 1.5
+    assert values["label"] == "hello"
+    assert values["shown"] == [1, 2, 3]
+    # The kernel is this interpreter (the venv's python when run by `make test`),
+    # started in the requested working directory, with inline figures.
+    assert Path(values["exe"]) == Path(sys.executable)
+    assert Path(values["cwd"]).resolve() == (tmp_path / "work").resolve()
+    assert "inline" in values["backend"]
+    # read_glue also takes a notebook object
+    assert chapters.read_glue(nbformat.read(str(out), as_version=4)) == values
+
+
+def test_read_glue_of_notebook_without_glue(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("text"), nbformat.v4.new_code_cell("1 + 1")]
+    assert chapters.read_glue(nb) == {}
+
+
+def _toc_files(toc):
+    data = yaml.safe_load(Path(toc).read_text())
+    files = []
+
+    def walk(items):
+        for item in items or []:
+            if "file" in item:
+                files.append(item["file"])
+            walk(item.get("sections"))
+            walk(item.get("chapters"))
+
+    walk(data.get("chapters"))
+    for part in data.get("parts") or []:
+        walk(part.get("chapters"))
+    return [data["root"], *files]
+
+
+def test_chapter_notebooks_follow_toc():
+    expected = [ROOT / f"{f}.ipynb" for f in _toc_files(ROOT / "_toc.yml")
+                if not (ROOT / f"{f}.md").exists()]
+    assert chapters.chapter_notebooks() == expected
+    assert chapters.chapter_notebooks(), "_toc.yml lists no notebook chapter"
+    assert ROOT / "book" / "01_committee.ipynb" in expected
+    assert chapters.toc_entries()[0] == "book/intro"
+
+
+def test_chapter_notebooks_on_temporary_toc(tmp_path):
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "intro.md").write_text("# Intro\n")
+    _notebook(tmp_path / "book" / "b.ipynb")
+    _notebook(tmp_path / "book" / "a.ipynb")
+    (tmp_path / "_toc.yml").write_text(
+        "format: jb-book\nroot: book/intro\nparts:\n  - caption: One\n    chapters:\n"
+        "      - file: book/b\n        sections:\n          - file: book/a.ipynb\n")
+    assert chapters.chapter_notebooks(tmp_path) == [tmp_path / "book" / "b.ipynb",
+                                                    tmp_path / "book" / "a.ipynb"]
+
+
+@pytest.mark.parametrize("text, value", [("6", 6), ("0.5", 0.5), ("1e-3", 1e-3),
+                                         ("[2, 4]", [2, 4]), ("null", None),
+                                         ("erf", "erf"), ("true", True)])
+def test_parameter_values_from_command_line(text, value):
+    assert chapters._parse_value(text) == value
+
+
+def test_run_reports_failed_chapter(tmp_path):
+    good = _notebook(tmp_path / "good.ipynb", "y = x + 1")
+    bad = _notebook(tmp_path / "bad_chapter.ipynb",
+                    "raise ValueError(f'eta must be > 0; got {x}')", parameters="x = 0")
+    out = tmp_path / "stage"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "chapters.py"), "run", "--jobs", "2",
+         "--out", str(out), "-p", "x", "-0.1", str(good), str(bad)],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    report = proc.stdout.split("chapter(s) failed:")[-1]
+    assert "bad_chapter.ipynb" in report
+    assert "ValueError: eta must be > 0; got -0.1" in report
+    assert "good.ipynb" not in report  # only the failed chapter is reported
+    assert (out / "good.ipynb").exists() and (out / "bad_chapter.ipynb").exists()
+    # papermill marks the failing cell in the executed copy
+    assert "An Exception was encountered" in (out / "bad_chapter.ipynb").read_text()
