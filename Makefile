@@ -1,0 +1,77 @@
+# tsdyn: build the book, run the tests and benchmarks.  `make help` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.requirements.stamp
+SCALE ?= quick
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+NB ?=
+ARGS ?=
+HTML := _build/html
+
+# Tests and benchmarks draw off-screen (chapters get the inline backend from
+# scripts/chapters.py); numba's cache stays under _build/, out of the source tree.
+export MPLBACKEND := Agg
+export NUMBA_CACHE_DIR := $(CURDIR)/_build/numba-cache
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+
+.PHONY: help venv book chapter stage html check-html test bench clean distclean
+
+help:
+	@echo "make book        create .venv if needed, run all chapters (SCALE=$(SCALE)) and build $(HTML)"
+	@echo "make test        run the test suite (pytest -n auto)"
+	@echo "make chapter NB=book/01_committee.ipynb ARGS=\"-p K 6\"   run one chapter into _build/stage"
+	@echo "make check-html  render every chapter page of $(HTML) in headless Chromium and check it"
+	@echo "make bench       run benchmarks/bench_*.py"
+	@echo "make clean       remove _build/ (make distclean also removes .venv)"
+
+# The stamp is newer than requirements.txt once they are installed: editing the
+# requirements (or the library's metadata) reinstalls.
+venv: $(STAMP)
+$(STAMP): requirements.txt lib/pyproject.toml
+	@test -x $(PY) || { echo "creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
+	$(PY) -m pip install -r requirements.txt
+	@touch $@
+
+# Chapters run in parallel; a failed chapter does not stop the others or the build,
+# but makes `make book` fail at the end with the chapters' errors listed again.
+book: $(STAMP)
+	@status=0; \
+	$(PY) scripts/chapters.py run --scale $(SCALE) --jobs $(JOBS) || status=1; \
+	$(PY) scripts/chapters.py stage || status=1; \
+	rm -rf $(HTML); \
+	$(VENV)/bin/jupyter-book build -W --keep-going --path-output . _build/stage \
+	  || { echo "jupyter-book build failed"; status=1; }; \
+	if [ -s _build/chapter-failures.txt ]; then echo; cat _build/chapter-failures.txt; fi; \
+	if [ $$status -ne 0 ]; then echo "make book: FAILED"; else echo "make book: OK, open $(HTML)/index.html"; fi; \
+	exit $$status
+
+chapter: $(STAMP)
+	@test -n "$(NB)" || { echo 'usage: make chapter NB=book/<chapter>.ipynb [ARGS="-p K 6"] [SCALE=quick]'; exit 2; }
+	$(PY) scripts/chapters.py run --scale $(SCALE) $(ARGS) $(NB)
+
+# Rebuild the HTML from what is already staged (no chapter is re-run).
+html: $(STAMP)
+	$(PY) scripts/chapters.py stage
+	$(VENV)/bin/jupyter-book build -W --keep-going --path-output . _build/stage
+
+check-html: $(STAMP)
+	$(PY) scripts/check_html.py $(HTML)
+
+test: $(STAMP)
+	$(PY) -m pytest -n auto
+
+bench: $(STAMP)
+	@status=0; shopt -s nullglob; \
+	for f in benchmarks/bench_*.py; do \
+	  echo "== $$f"; $(PY) $$f || { echo "FAILED: $$f"; status=1; }; \
+	done; exit $$status
+
+clean:
+	rm -rf _build
+
+distclean: clean
+	rm -rf $(VENV) .pytest_cache
