@@ -5,6 +5,10 @@ options are chosen once, with their reasons:
 
 - ``cache=True``: compiled kernels are written next to the source (or to
   ``NUMBA_CACHE_DIR``) so a chapter does not pay the compile time twice.
+  Numba invalidates a cached kernel only when *its own* source file changes, not
+  when a function it calls from another module does (e.g. an integral in
+  ``activations.py`` called from ``committee/_kernels.py``). After editing such a
+  function, clear the caches (``make clean``, or delete ``*.nbi``/``*.nbc``).
 - ``error_model="numpy"``: a division by zero gives ``inf``/``nan`` instead of
   raising, so that a diverging run can be *detected and recorded* as an outcome.
 - ``fastmath={"reassoc", "contract"}`` only (through :func:`njit_reduce`): lets

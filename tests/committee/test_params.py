@@ -67,5 +67,3 @@ def test_bad_run_arguments_raise():
         committee.ode(p, 1.0, n_points=1)
     with pytest.raises(ValueError, match=r"spacing must be 'linear' or 'log'"):
         committee.ode(p, 1.0, spacing="cubic")
-    with pytest.raises(NotImplementedError, match=r"g='relu'"):
-        committee.ode(committee.Params(**{**GOOD, "g": "relu"}), 1.0)

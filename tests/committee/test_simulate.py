@@ -51,6 +51,7 @@ SETTINGS = {
     "erf K=M=2": committee.Params(N=500, M=2, K=2, eta=0.5),
     "linear K=3 M=2 noisy": committee.Params(N=500, M=2, K=3, eta=0.5, sigma=0.1, g="linear"),
     "erf B=8 eta=2": committee.Params(N=500, M=2, K=2, eta=2.0, batch=8),
+    "relu K=3 M=2": committee.Params(N=500, M=2, K=3, eta=0.3, g="relu", w_init_std=0.5),
     "erf both layers + decay": committee.Params(N=500, M=1, K=2, eta=0.5, v_star=2.0, v_init=0.5,
                                                 train_second_layer=True, weight_decay=0.05,
                                                 sigma=0.1),

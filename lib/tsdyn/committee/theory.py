@@ -76,10 +76,6 @@ def rhs(params, T):
     y packs (R, Q, v); see :func:`tsdyn.committee._kernels.ode_rhs` for the equations
     (Goldt et al. eq. 9 with the mini-batch factor 1/B on the O(eta^2) terms).
     """
-    if params.g == "relu":
-        raise NotImplementedError(
-            "the ODE for g='relu' needs the ReLU I4 integral (a 4-d orthant moment), "
-            "which is not implemented; simulate() supports relu")
     args = (params.K, params.M, np.ascontiguousarray(T, float), params.v_star_vector(),
             params.act, params.eta, params.eta_second, params.sigma ** 2, params.batch,
             params.weight_decay, params.train_second_layer)
@@ -93,6 +89,10 @@ def rhs(params, T):
 def ode(params, t_max=None, *, Q0=None, R0=None, T=None, v0=None, init=None,
         n_points=200, spacing="linear", t_eval=None, rtol=1e-8, atol=1e-10):
     """Integrate the order-parameter ODEs (Goldt et al. eq. 9; Saad & Solla 1995).
+
+    All averages are closed-form for erf and linear networks; for ReLU the I4
+    term needs a four-variable orthant probability, computed by quadrature
+    (see :mod:`tsdyn.activations`).
 
     The O(eta) (drift) terms are those of online SGD; every O(eta^2) term (the
     I4 sum and sigma^2 J2) is divided by the batch size B. Integrated with
