@@ -81,13 +81,14 @@ def rhs(params, T):
             params.weight_decay, params.train_second_layer)
 
     def f(t, y):
+        y = np.ascontiguousarray(y, dtype=float)
         return _kernels.ode_rhs(y, *args, np.empty_like(y))
 
     return f
 
 
 def ode(params, t_max=None, *, Q0=None, R0=None, T=None, v0=None, init=None,
-        n_points=200, spacing="linear", t_eval=None, rtol=1e-8, atol=1e-10):
+        n_points=200, spacing="linear", t_eval=None, rtol=1e-8, atol=1e-10, method="LSODA"):
     """Integrate the order-parameter ODEs (Goldt et al. eq. 9; Saad & Solla 1995).
 
     All averages are closed-form for erf and linear networks; for ReLU the I4
@@ -96,7 +97,10 @@ def ode(params, t_max=None, *, Q0=None, R0=None, T=None, v0=None, init=None,
 
     The O(eta) (drift) terms are those of online SGD; every O(eta^2) term (the
     I4 sum and sigma^2 J2) is divided by the batch size B. Integrated with
-    scipy's adaptive DOP853 (8th order) at tolerances ``rtol``, ``atol``.
+    scipy's adaptive ``solve_ivp`` at tolerances ``rtol``, ``atol``. The default,
+    LSODA, switches between Adams and BDF: after specialisation the overlaps relax
+    on time scales far shorter than the slow drift that remains, and an explicit
+    method (``method="DOP853"``) would be limited by stability to small steps.
 
     Parameters
     ----------
@@ -118,6 +122,8 @@ def ode(params, t_max=None, *, Q0=None, R0=None, T=None, v0=None, init=None,
         start from the same point and can be compared time by time.
     n_points, spacing :
         Time axis when neither ``t_eval`` nor ``init`` gives one.
+    rtol, atol, method :
+        Passed to ``scipy.integrate.solve_ivp``.
 
     Returns
     -------
@@ -141,7 +147,7 @@ def ode(params, t_max=None, *, Q0=None, R0=None, T=None, v0=None, init=None,
         return _DIVERGENCE_BOUND - np.max(np.abs(y)) if np.all(np.isfinite(y)) else -1.0
 
     blow_up.terminal = True
-    sol = solve_ivp(rhs(params, T), (0.0, t_eval[-1]), _pack(R0, Q0, v0), method="DOP853",
+    sol = solve_ivp(rhs(params, T), (0.0, t_eval[-1]), _pack(R0, Q0, v0), method=method,
                     t_eval=t_eval, rtol=rtol, atol=atol, events=blow_up)
     n_t = len(t_eval)
     Y = np.full((n_t, len(sol.y)), np.nan)
