@@ -42,7 +42,7 @@ book: $(STAMP)
 	@status=0; \
 	$(PY) scripts/chapters.py run --scale $(SCALE) --jobs $(JOBS) || status=1; \
 	$(PY) scripts/chapters.py stage || status=1; \
-	rm -rf $(HTML); \
+	rm -rf $(HTML) _build/.doctrees _build/jupyter_execute; \
 	$(VENV)/bin/jupyter-book build -W --keep-going --path-output . _build/stage \
 	  || { echo "jupyter-book build failed"; status=1; }; \
 	if [ -s _build/chapter-failures.txt ]; then echo; cat _build/chapter-failures.txt; fi; \
@@ -56,6 +56,7 @@ chapter: $(STAMP)
 # Rebuild the HTML from what is already staged (no chapter is re-run).
 html: $(STAMP)
 	$(PY) scripts/chapters.py stage
+	rm -rf $(HTML) _build/.doctrees _build/jupyter_execute
 	$(VENV)/bin/jupyter-book build -W --keep-going --path-output . _build/stage
 
 check-html: $(STAMP)

@@ -197,7 +197,9 @@ def check_dom(dom: str, page_url: str, html_dir: Path, *, notebook: bool, base_u
         problems.append("no figure: no <img> with a data:image/png or an existing .png src")
 
     for kind, _, text in scan.blocks:
-        first = next((ln for ln in text.strip().splitlines() if ln.strip()), "")
+        # the most telling line: the exception ("ValueError: ...") closes a traceback
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip().strip("-")]
+        first = lines[-1] if lines else ""
         if kind == "error":
             problems.append(f"error output cell: {first[:200]!r}")
         elif "Traceback" in text:
