@@ -114,7 +114,7 @@ class _DomScan(HTMLParser):
         self._depth = 0
         self._in_title = False
         self._in_h1 = 0
-        self._skip = 0  # inside <script>/<style>
+        self._skip = 0  # inside <script>/<style>/<button> (copy-button labels)
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
@@ -123,7 +123,7 @@ class _DomScan(HTMLParser):
         if tag in self.VOID:
             return
         self._depth += 1
-        if tag in ("script", "style"):
+        if tag in ("script", "style", "button"):
             self._skip += 1
         if tag == "title":
             self._in_title = True
@@ -143,7 +143,7 @@ class _DomScan(HTMLParser):
     def handle_endtag(self, tag):
         if tag in self.VOID:
             return
-        if tag in ("script", "style"):
+        if tag in ("script", "style", "button"):
             self._skip = max(0, self._skip - 1)
         if tag == "title":
             self._in_title = False
