@@ -126,3 +126,12 @@ def test_sweep_of_simulations_is_independent_of_worker_count():
     direct = committee.simulate(committee.Params(N=100, M=2, K=2, eta=0.5, batch=1), 2.0,
                                 seed=point_seed, n_points=5)
     np.testing.assert_array_equal(serial.eg.sel(eta=0.5, batch=1).isel(seed=1), direct.eg)
+
+
+def test_plateau_escape_reports_sgd_and_ode_escape():
+    """A K = M = 2 run at N = 100 leaves the plateau well within t = 300 (the escape
+    time is ~ ln(N) / (2 lambda_max) + O(1/eta) ~ 100); so does its ODE."""
+    out = committee.plateau_escape(seed=np.random.SeedSequence(3), N=100, K=2, eta=1.0, t_max=300.0)
+    assert set(out) == {"sgd", "ode", "plateau"}
+    assert 0 < out["sgd"] < 300 and 0 < out["ode"] < 300
+    assert out["plateau"] == pytest.approx(committee.plateau(committee.Params(N=100, M=2, K=2, eta=1.0))["eg"])

@@ -5,6 +5,7 @@ asymptotic formulas) share only :class:`Params`.
 """
 
 from .analysis import escape_time, growth_rate, max_gap, stationary_error
+from .experiments import plateau_escape
 from .params import Params
 from .simulate import initial_weights, simulate, simulate_point
 from .theory import (
@@ -24,5 +25,5 @@ __all__ = [
     "Params", "simulate", "simulate_point", "initial_weights", "ode", "fixed_point", "plateau", "generalisation_error",
     "eg_star_linear_scm", "eg_star_linear_scm_small_eta", "eg_star_erf_scm_small_eta",
     "eg_star_erf_both_layers_small_eta", "max_stable_eta_linear_scm", "linear_scm_growth_rate",
-    "escape_time", "stationary_error", "max_gap", "growth_rate",
+    "escape_time", "stationary_error", "max_gap", "growth_rate", "plateau_escape",
 ]
