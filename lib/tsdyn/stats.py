@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from . import _validate
+
 
 def fit_line(x, y, yerr=None):
     """Least-squares line y = a + b x, weighted by 1 / yerr^2 when errors are given.
@@ -14,9 +16,19 @@ def fit_line(x, y, yerr=None):
         so a poor fit widens them rather than hiding it); without, from the residuals.
     """
     x, y = np.asarray(x, float), np.asarray(y, float)
+    if x.ndim != 1 or x.shape != y.shape:
+        raise ValueError(f"x and y must be 1-d of the same length; got shapes {x.shape}, {y.shape}")
     if len(x) < 3:
         raise ValueError(f"fit_line needs at least 3 points; got {len(x)}")
-    w = np.ones_like(y) if yerr is None else 1.0 / np.asarray(yerr, float) ** 2
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        raise ValueError("x and y must be finite (drop diverged or missing points first)")
+    if yerr is None:
+        w = np.ones_like(y)
+    else:
+        yerr = np.broadcast_to(np.asarray(yerr, float), y.shape)
+        if not np.all(np.isfinite(yerr) & (yerr > 0)):
+            raise ValueError(f"yerr must be finite and > 0; got {yerr}")
+        w = 1.0 / yerr ** 2
     A = np.stack([np.ones_like(x), x], axis=1)
     cov = np.linalg.inv(A.T @ (A * w[:, None]))
     coef = cov @ A.T @ (w * y)
@@ -33,6 +45,7 @@ def batch_means(series, n_batches=10):
     longer than the correlation time, their means are independent and the
     spread of the block means gives an honest standard error.
     """
+    _validate.integer("n_batches", n_batches, low=2, doc="number of blocks")
     series = np.asarray(series, float)
     if len(series) < 2 * n_batches:
         raise ValueError(f"need at least {2 * n_batches} points for {n_batches} batches; "

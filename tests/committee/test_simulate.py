@@ -135,3 +135,20 @@ def test_plateau_escape_reports_sgd_and_ode_escape():
     assert set(out) == {"sgd", "ode", "plateau"}
     assert 0 < out["sgd"] < 300 and 0 < out["ode"] < 300
     assert out["plateau"] == pytest.approx(committee.plateau(committee.Params(N=100, M=2, K=2, eta=1.0))["eg"])
+
+
+def test_analysis_helpers_on_a_hand_made_run():
+    p = committee.Params(N=100, M=2, K=2, eta=0.5)
+    run = committee.ode(p, 10.0, n_points=11)
+    shifted = run.copy(deep=True)
+    shifted["eg"] = run.eg + 0.01 * np.arange(11)
+    assert committee.max_gap(shifted, run) == pytest.approx(0.1, abs=1e-12)
+    with pytest.raises(ValueError, match=r"share the time axis"):
+        committee.max_gap(shifted.isel(t=slice(0, 5)), run)
+    decaying = run.copy(deep=True)
+    decaying["eg"] = 0.3 * np.exp(-0.25 * run.t)
+    assert committee.growth_rate(decaying) == pytest.approx(-0.25, rel=1e-10)
+    assert committee.escape_time(decaying, 0.3 * np.exp(-2.2)) == 9.0  # first t with e^{-t/4} below
+    assert committee.escape_time(decaying, 0.0) == np.inf
+    with pytest.raises(ValueError, match=r"threshold must be finite"):
+        committee.escape_time(decaying, np.nan)

@@ -11,6 +11,8 @@ def escape_time(ds, threshold):
     With ``threshold`` half the plateau height, this is the end of the Saad-Solla
     plateau: the time at which the student units specialise.
     """
+    if not np.isfinite(threshold):
+        raise ValueError(f"threshold must be finite; got {threshold}")
     below = np.flatnonzero(ds.eg.values < threshold)
     return float(ds.t.values[below[0]]) if len(below) else np.inf
 

@@ -48,7 +48,10 @@ class Params:
         _validate.real("v_init", self.v_init, doc="initial student second-layer weight")
         _validate.real("w_star_std", self.w_star_std, low=0.0, low_open=True,
                        doc="teacher weight scale")
-        _validate.real("w_init_std", self.w_init_std, low=0.0, doc="student initial weight scale")
+        # ReLU units with zero weights have zero field variance: g'(0) is undefined and
+        # the ODE's integrals are singular there.
+        _validate.real("w_init_std", self.w_init_std, low=0.0, low_open=self.g == "relu",
+                       doc="student initial weight scale" + (" (ReLU)" if self.g == "relu" else ""))
         if not isinstance(self.train_second_layer, bool):
             raise ValueError(
                 f"train_second_layer must be True or False; got {self.train_second_layer!r}")
@@ -77,3 +80,9 @@ class Params:
                 value = int(value)
             out[key] = value
         return out
+
+
+def check_params(params):
+    """Raise a ``ValueError`` unless ``params`` is a :class:`Params`."""
+    if not isinstance(params, Params):
+        raise ValueError(f"params must be a committee.Params; got {type(params).__name__}")

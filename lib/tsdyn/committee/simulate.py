@@ -5,7 +5,7 @@ import numpy as np
 from .. import _validate
 from . import _kernels
 from ._dataset import overlaps_dataset, times
-from .params import Params
+from .params import Params, check_params
 
 # Inputs are drawn in blocks of at most this many numbers (8 MB of float64).
 _BLOCK_NUMBERS = 2 ** 20
@@ -75,9 +75,9 @@ def simulate(params, t_max, *, seed, n_points=200, spacing="linear"):
         a divergence are NaN). ``eg`` is the exact generalisation error of the
         current weights, eq. (4), a function of the overlaps.
     """
-    if not isinstance(params, Params):
-        raise ValueError(f"params must be a committee.Params; got {type(params).__name__}")
-    _validate.real("t_max", t_max, low=0.0, low_open=True, doc="length of the run in steps/N")
+    check_params(params)
+    _validate.real("t_max", t_max, low=1.0 / params.N,
+                   doc=f"length of the run in steps/N, at least one step (1/N = {1.0 / params.N:g})")
     _validate.integer("n_points", n_points, low=2, doc="number of recording times")
     ss = _seed_sequence(seed)
     w_star, w, v = initial_weights(params, ss)

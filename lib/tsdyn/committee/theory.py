@@ -9,7 +9,7 @@ from scipy.integrate import solve_ivp
 from .. import _validate, activations
 from . import _kernels
 from ._dataset import overlaps_dataset, times
-from .params import Params
+from .params import check_params
 
 # The ODE run is stopped (and marked diverged) when an order parameter exceeds this.
 _DIVERGENCE_BOUND = 1e8
@@ -24,14 +24,13 @@ def _matrix(name, value, shape):
     return a
 
 
-def _check_state(params, Q, R, T, v):
-    """Validate shapes, symmetry and that [[Q, R], [R^T, T]] is a covariance matrix."""
-    K, M = params.K, params.M
-    Q = _matrix("Q0", Q, (K, K))
-    R = _matrix("R0", R, (K, M))
-    T = _matrix("T", T, (M, M))
-    v = _matrix("v0", np.broadcast_to(v, (K,)) if np.ndim(v) == 0 else v, (K,))
-    for name, S in (("Q0", Q), ("T", T)):
+def _vector(name, value, n):
+    return _matrix(name, np.broadcast_to(value, (n,)) if np.ndim(value) == 0 else value, (n,))
+
+
+def _check_overlaps(Q, R, T, *, q="Q", r="R"):
+    """Symmetry of Q and T, T positive definite, [[Q, R], [R^T, T]] a covariance matrix."""
+    for name, S in ((q, Q), ("T", T)):
         if not np.allclose(S, S.T, rtol=1e-12, atol=1e-12):
             raise ValueError(f"{name} must be symmetric")
     if np.linalg.eigvalsh(T).min() <= 0:
@@ -39,8 +38,18 @@ def _check_state(params, Q, R, T, v):
     C = _kernels.field_covariance(R, Q, T)
     scale = max(1.0, np.abs(C).max())
     if np.linalg.eigvalsh(C).min() < -1e-10 * scale:
-        raise ValueError("[[Q0, R0], [R0^T, T]] must be positive semi-definite "
+        raise ValueError(f"[[{q}, {r}], [{r}^T, T]] must be positive semi-definite "
                          "(it is the Gram matrix of the student and teacher weights / N)")
+
+
+def _check_state(params, Q, R, T, v):
+    """Validate shapes, symmetry and that [[Q, R], [R^T, T]] is a covariance matrix."""
+    K, M = params.K, params.M
+    Q = _matrix("Q0", Q, (K, K))
+    R = _matrix("R0", R, (K, M))
+    T = _matrix("T", T, (M, M))
+    v = _vector("v0", v, K)
+    _check_overlaps(Q, R, T, q="Q0", r="R0")
     return Q, R, T, v
 
 
@@ -130,8 +139,7 @@ def ode(params, t_max=None, *, Q0=None, R0=None, T=None, v0=None, init=None,
     xarray.Dataset
         The same variables as :func:`simulate`: eg, Q, R, v, T, diverged, t_diverged.
     """
-    if not isinstance(params, Params):
-        raise ValueError(f"params must be a committee.Params; got {type(params).__name__}")
+    check_params(params)
     Q0, R0, T, v0 = _initial_state(params, Q0, R0, T, v0, init)
     if t_eval is None and init is not None:
         t_eval = init.t.values
@@ -180,6 +188,7 @@ def fixed_point(params, *, Q0=None, R0=None, T=None, v0=None, init=None, tol=1e-
         ``attrs["residual"]`` is the max-norm of dy/dt there and
         ``attrs["eg_change"]`` the relative change of eps_g over the last chunk.
     """
+    check_params(params)
     Q, R, T, v = _initial_state(params, Q0, R0, T, v0, init)
     f = rhs(params, T)
     v_star = params.v_star_vector()
@@ -224,7 +233,8 @@ def plateau(params, *, guess=(1.0, 0.3, 0.4)):
     starts with an O(N^-1/2) asymmetry leaves the plateau after a time
     t_esc ~ ln(N) / (2 lambda_max) + O(1).
 
-    Requires K = M, T = I (w_star_std = 1), untrained second layers v = v* = 1.
+    Requires erf units, K = M >= 2, T = I (w_star_std = 1), untrained second layers
+    v = v* = 1 and no weight decay.
 
     Returns
     -------
@@ -234,10 +244,9 @@ def plateau(params, *, guess=(1.0, 0.3, 0.4)):
     """
     from scipy.optimize import root
 
-    if params.K != params.M or params.train_second_layer or params.w_star_std != 1.0 \
-            or params.v_star != 1.0 or params.v_init != 1.0:
-        raise ValueError("plateau() needs K == M, T = I and fixed v = v* = 1 "
-                         f"(got K={params.K}, M={params.M})")
+    _require(params, g="erf")
+    if params.K != params.M or params.K < 2:
+        raise ValueError(f"plateau() needs K == M >= 2; got K={params.K}, M={params.M}")
     K = params.K
     T = np.eye(K)
     f = rhs(params, T)
@@ -283,14 +292,15 @@ def generalisation_error(Q, R, T, v, v_star, g):
     g : {"erf", "linear", "relu"}
     """
     act = activations.code(g)
-    Q = np.asarray(Q, float)
-    K = Q.shape[0]
-    R = _matrix("R", R, (K, np.shape(R)[-1]))
-    M = R.shape[1]
+    if np.ndim(Q) != 2 or np.ndim(R) != 2:
+        raise ValueError(f"Q and R must be matrices; got shapes {np.shape(Q)} and {np.shape(R)}")
+    K, M = np.shape(R)
     Q = _matrix("Q", Q, (K, K))
+    R = _matrix("R", R, (K, M))
     T = _matrix("T", T, (M, M))
-    v = _matrix("v", np.broadcast_to(v, (K,)), (K,))
-    v_star = _matrix("v_star", np.broadcast_to(v_star, (M,)), (M,))
+    v = _vector("v", v, K)
+    v_star = _vector("v_star", v_star, M)
+    _check_overlaps(Q, R, T)
     return float(_kernels.generalisation_error(act, Q, R, T, v, v_star))
 
 
@@ -317,9 +327,9 @@ def eg_star_linear_scm(params, *, finite_size=False):
     between two samples of a batch), so eps_g^* is exact in expectation for SGD at
     this N.
     """
-    _require(params, g="linear")
+    _require(params, g="linear", teacher_identity=False)
     K, eta, B = params.K, params.eta, params.batch
-    c_n = (B + 1) / (B * params.N) if finite_size else 0.0
+    c_n = _c_n(params.N, params.batch) if finite_size else 0.0
     denominator = 2.0 * B - K * eta * (1.0 + B * c_n)
     if denominator <= 0:
         return math.inf
@@ -328,7 +338,7 @@ def eg_star_linear_scm(params, *, finite_size=False):
 
 def eg_star_linear_scm_small_eta(params):
     """Small-eta limit of eq. (12): eps_g^* = eta sigma^2 K / (4 B) (eq. 13 at B = 1)."""
-    _require(params, g="linear")
+    _require(params, g="linear", teacher_identity=False)
     return params.eta * params.sigma ** 2 * params.K / (4.0 * params.batch)
 
 
@@ -351,7 +361,7 @@ def eg_star_erf_both_layers_small_eta(params):
 
     eps_g^* = eta (sigma v*)^2 / (2 sqrt 3 K pi) / B.
     """
-    _require(params, g="erf")
+    _require(params, g="erf", both_layers=True)
     if params.M != 1:
         raise ValueError(f"eq. (15) holds for M = 1; got M={params.M}")
     return params.eta * (params.sigma * params.v_star) ** 2 / (
@@ -361,10 +371,22 @@ def eg_star_erf_both_layers_small_eta(params):
 def max_stable_eta_linear_scm(K, batch=1, N=None):
     """Largest learning rate at which a linear SCM converges: eta < 2 B / K.
 
-    With ``N`` given, the finite-N limit 2 B / (K (1 + (B + 1) / N)) of
-    :func:`eg_star_linear_scm` with ``finite_size=True``.
+    With ``N`` given, the finite-N limit 2 B / (K (1 + B c_N)) of
+    :func:`eg_star_linear_scm` with ``finite_size=True``, c_N = (B + 1) / (B N).
     """
-    return 2.0 * batch / K / (1.0 if N is None else 1.0 + (batch + 1) / N)
+    _validate.integer("K", K, low=1, doc="student hidden units")
+    _validate.integer("batch", batch, low=1, doc="mini-batch size B")
+    if N is None:
+        return 2.0 * batch / K
+    _validate.integer("N", N, low=1, doc="input dimension")
+    return 2.0 * batch / K / (1.0 + batch * _c_n(N, batch))
+
+
+def _c_n(N, B):
+    """c_N = (B + 1) / (B N): the finite-N excess of the linear SCM's mean square step
+    (see :func:`eg_star_linear_scm`)."""
+    return (B + 1) / (B * N)
+
 
 
 def linear_scm_growth_rate(params, *, finite_size=False):
@@ -375,12 +397,31 @@ def linear_scm_growth_rate(params, *, finite_size=False):
     (see :func:`eg_star_linear_scm`). For c_N = 0 and x = eta / (2 B / K),
     lambda / (4 B) = x (x - 1) for every B: stable below x = 1.
     """
-    _require(params, g="linear")
+    _require(params, g="linear", teacher_identity=False)
     K, eta, B = params.K, params.eta, params.batch
-    c_n = (B + 1) / (B * params.N) if finite_size else 0.0
+    c_n = _c_n(params.N, params.batch) if finite_size else 0.0
     return -2.0 * K * eta + (K * eta) ** 2 * (1.0 / B + c_n)
 
 
-def _require(params, *, g):
+def _require(params, *, g, both_layers=False, teacher_identity=True):
+    """Check the assumptions under which an asymptotic formula of Goldt et al. holds.
+
+    All of them: activation ``g``, no weight decay. A soft committee machine
+    (``both_layers=False``): untrained second layers with v = v* = 1. Both layers
+    (``both_layers=True``): the second layer trained. ``teacher_identity``:
+    orthonormal teacher vectors, T = I (w_star_std = 1).
+    """
+    check_params(params)
     if params.g != g:
         raise ValueError(f"this formula holds for g={g!r}; got g={params.g!r}")
+    if params.weight_decay != 0:
+        raise ValueError(f"this formula holds without weight decay; got weight_decay={params.weight_decay}")
+    if both_layers and not params.train_second_layer:
+        raise ValueError("this formula holds with both layers trained; got train_second_layer=False")
+    if not both_layers and (params.train_second_layer or params.v_star != 1.0 or params.v_init != 1.0):
+        raise ValueError(
+            "this formula holds for a soft committee machine (fixed v = v* = 1); got "
+            f"train_second_layer={params.train_second_layer}, v_star={params.v_star}, "
+            f"v_init={params.v_init}")
+    if teacher_identity and params.w_star_std != 1.0:
+        raise ValueError(f"this formula holds for T = I (w_star_std = 1); got w_star_std={params.w_star_std}")

@@ -1,0 +1,59 @@
+"""The small statistics behind the quoted numbers: exact on hand-made data, loud on bad data."""
+
+import numpy as np
+import pytest
+
+from tsdyn.stats import batch_means, fit_line
+
+
+def test_fit_line_recovers_an_exact_line_and_weights_errors():
+    x = np.array([0.0, 1.0, 2.0, 3.0])
+    fit = fit_line(x, 1.5 - 2.0 * x)
+    assert fit["slope"] == pytest.approx(-2.0, abs=1e-12)
+    assert fit["intercept"] == pytest.approx(1.5, abs=1e-12)
+    assert fit["slope_se"] < 1e-12  # no residuals, no error
+    # A point with a huge error bar does not pull the weighted line.
+    y = 1.5 - 2.0 * x
+    y[-1] += 10.0
+    weighted = fit_line(x, y, yerr=[0.01, 0.01, 0.01, 1e6])
+    assert weighted["slope"] == pytest.approx(-2.0, abs=1e-6)
+
+
+def test_fit_line_standard_error_matches_the_textbook_formula():
+    rng = np.random.default_rng(0)
+    x = np.linspace(0, 1, 50)
+    y = 2 * x + rng.normal(0, 0.1, x.size)
+    fit = fit_line(x, y, yerr=0.1)
+    # known-error weighted fit: se(slope) = sigma / sqrt(sum (x - xbar)^2) (chi^2/dof ~ 1 here)
+    expected = 0.1 / np.sqrt(np.sum((x - x.mean()) ** 2))
+    assert fit["slope_se"] == pytest.approx(expected, rel=0.3)  # max(chi2/dof, 1) scaling, 50 points
+
+
+@pytest.mark.parametrize("args, message", [
+    (([0, 1], [0, 1]), r"at least 3 points"),
+    (([0, 1, 2], [0, 1]), r"same length"),
+    (([0, 1, 2], [0, np.nan, 2]), r"must be finite"),
+    (([0, 1, 2], [0, 1, 2], [1.0, 0.0, 1.0]), r"yerr must be finite and > 0"),
+    (([0, 1, 2], [0, 1, 2], [1.0, np.inf, 1.0]), r"yerr must be finite and > 0"),
+])
+def test_fit_line_rejects_bad_data(args, message):
+    with pytest.raises(ValueError, match=message):
+        fit_line(*args)
+
+
+def test_batch_means_of_independent_noise():
+    rng = np.random.default_rng(1)
+    series = rng.normal(3.0, 1.0, 10_000)
+    mean, se = batch_means(series, n_batches=20)
+    assert mean == pytest.approx(series.mean())
+    # white noise: the block-means error is the naive 1/sqrt(n), up to the
+    # chi-distribution spread of a 20-block estimate (~16% relative)
+    assert se == pytest.approx(1 / np.sqrt(series.size), rel=0.5)
+
+
+@pytest.mark.parametrize("n_batches, message", [(1, r"n_batches .* integer >= 2"),
+                                                (2.0, r"n_batches .* integer >= 2"),
+                                                (100, r"need at least 200 points")])
+def test_batch_means_rejects_bad_blocks(n_batches, message):
+    with pytest.raises(ValueError, match=message):
+        batch_means(np.ones(50), n_batches)
