@@ -1,0 +1,179 @@
+"""Numba kernels of the tanh teacher-student ensemble: arithmetic only, no checks, no RNG objects.
+
+Shapes, for an ensemble of M models: W2 (M, n2, n1) trainable weights, A1 (M, D, n1)
+first-hidden-layer activations tanh(W^(1) x) of the data (fixed, since W^(1) is not
+trained), Y (M, D) teacher labels, W3 (M, n2) output weights. All models are advanced
+in one call (prange over models: they are independent, so the result does not depend
+on the number of threads).
+"""
+
+import math
+
+import numba
+import numpy as np
+
+from .._jit import njit
+
+_FAST = {"reassoc", "contract"}  # see tsdyn._jit: no nnan/ninf, divergence must stay visible
+
+
+@njit(parallel=True, fastmath=_FAST)
+def sgd_block(W2, A1, Y, W3, idx, eps, w_max, alive, diverged_at, step0):
+    """Run idx.shape[1] SGD steps of every live model, in place (Park et al. eq. 2.28).
+
+    idx (M, n_steps, B) holds the mini-batch sample indices, drawn by the caller.
+    For a sample (a, y) with a = tanh(W^(1) x) the student's output is
+    y_hat = sum_i W3_i tanh(z_i), z = W2 a, and the gradient of l = (y_hat - y)^2 / 2 is
+
+        dl/dW2_ij = (y_hat - y) W3_i (1 - tanh(z_i)^2) a_j .
+
+    W2 <- W2 - eps * (mean of dl/dW2 over the batch). A model whose weights leave
+    |W2_ij| < w_max (or become non-finite) stops: alive[m] = False and
+    diverged_at[m] = step0 + (steps done, counting the failed one).
+    """
+    M, n2, n1 = W2.shape
+    n_steps, B = idx.shape[1], idx.shape[2]
+    for m in numba.prange(M):
+        if not alive[m]:
+            continue
+        G = np.empty((n2, n1))
+        u = np.empty(n2)
+        w = W2[m]
+        for s in range(n_steps):
+            G[:, :] = 0.0
+            for b in range(B):
+                k = idx[m, s, b]
+                a = A1[m, k]
+                y_hat = 0.0
+                for i in range(n2):
+                    z = 0.0
+                    for j in range(n1):
+                        z += w[i, j] * a[j]
+                    phi = math.tanh(z)
+                    y_hat += W3[m, i] * phi
+                    u[i] = W3[m, i] * (1.0 - phi * phi)
+                e = (y_hat - Y[m, k]) / B
+                for i in range(n2):
+                    c = e * u[i]
+                    for j in range(n1):
+                        G[i, j] += c * a[j]
+            big = 0.0
+            for i in range(n2):
+                for j in range(n1):
+                    w[i, j] -= eps * G[i, j]
+                    big = max(big, abs(w[i, j]))
+            if not big < w_max:  # also catches nan
+                alive[m] = False
+                diverged_at[m] = step0 + s + 1
+                break
+
+
+@njit(parallel=True, fastmath=_FAST)
+def features(W2, A1):
+    """Features phi = tanh(W2 a) (eq. 2.5) of every sample: shape (M, D, n2)."""
+    M, n2, n1 = W2.shape
+    D = A1.shape[1]
+    out = np.empty((M, D, n2))
+    for m in numba.prange(M):
+        for k in range(D):
+            for i in range(n2):
+                z = 0.0
+                for j in range(n1):
+                    z += W2[m, i, j] * A1[m, k, j]
+                out[m, k, i] = math.tanh(z)
+    return out
+
+
+@njit(parallel=True, fastmath=_FAST)
+def gradient_moments(W2, A1, Y, W3, U):
+    """Full-batch gradient of W2 and the moments of the per-sample gradient of X = W2 W2^T.
+
+    For one sample, dl/dW2 = g a^T with g_i = (y_hat - y) W3_i (1 - phi_i^2), so the
+    induced change of X (eq. 4.4), Delta^X = W2 Delta^T + Delta W2^T, is the rank-two
+    matrix z g^T + g z^T with z = W2 a. In the basis U[m] (columns: eigenvectors of
+    X, ascending eigenvalues) it is p q^T + q p^T with p = U^T z, q = U^T g.
+
+    Returns
+    -------
+    grad : (M, n2, n1)
+        Mean of dl/dW2 over the D samples (the full-batch gradient, eq. 3.3).
+    mean : (M, n2, n2)
+        Mean over samples of the rotated Delta^X (K = -mean, eq. 4.4).
+    var : (M, n2, n2)
+        Variance over samples of each element of the rotated Delta^X (V of eq. 4.4).
+    """
+    M, n2, n1 = W2.shape
+    D = A1.shape[1]
+    grad = np.zeros((M, n2, n1))
+    mean = np.zeros((M, n2, n2))
+    var = np.zeros((M, n2, n2))
+    for m in numba.prange(M):
+        z = np.empty(n2)
+        g = np.empty(n2)
+        p = np.empty(n2)
+        q = np.empty(n2)
+        s1 = np.zeros((n2, n2))
+        s2 = np.zeros((n2, n2))
+        for k in range(D):
+            y_hat = 0.0
+            for i in range(n2):
+                acc = 0.0
+                for j in range(n1):
+                    acc += W2[m, i, j] * A1[m, k, j]
+                z[i] = acc
+                phi = math.tanh(acc)
+                y_hat += W3[m, i] * phi
+                g[i] = W3[m, i] * (1.0 - phi * phi)
+            e = y_hat - Y[m, k]
+            for i in range(n2):
+                g[i] *= e
+                for j in range(n1):
+                    grad[m, i, j] += g[i] * A1[m, k, j]
+            for i in range(n2):
+                pi = 0.0
+                qi = 0.0
+                for l in range(n2):
+                    pi += U[m, l, i] * z[l]
+                    qi += U[m, l, i] * g[l]
+                p[i] = pi
+                q[i] = qi
+            for i in range(n2):
+                for l in range(n2):
+                    r = p[i] * q[l] + q[i] * p[l]
+                    s1[i, l] += r
+                    s2[i, l] += r * r
+        for i in range(n2):
+            for j in range(n1):
+                grad[m, i, j] /= D
+            for l in range(n2):
+                mu = s1[i, l] / D
+                mean[m, i, l] = mu
+                var[m, i, l] = max(s2[i, l] / D - mu * mu, 0.0)
+    return grad, mean, var
+
+
+@njit
+def level_spacing_em(S0, tau_grid, n_sub, K, V, Dc, T, xi, out):
+    """Euler-Maruyama for dS = (K_S + V_S T / S) dtau + sqrt(2 T D_S) dW (Park et al. eq. 4.8).
+
+    S0 (P,) initial values; tau_grid (n_rec,) recording times (first = 0); n_sub
+    (n_rec - 1,) number of equal steps in each interval [tau_r, tau_{r+1}); K, V, Dc
+    (P, n_rec) coefficients, constant on each interval (value at its left end); xi
+    (P, sum(n_sub)) standard normals, one per step; out (P, n_rec). A step that would
+    cross S = 0 is reflected (S -> |S|): the exact process does not reach 0 when
+    V_S >= D_S, so the reflection only removes a discretisation artefact that
+    vanishes as the step shrinks.
+    """
+    P, n_rec = out.shape
+    for p in range(P):
+        S = S0[p]
+        out[p, 0] = S
+        n = 0
+        for r in range(n_rec - 1):
+            h = (tau_grid[r + 1] - tau_grid[r]) / n_sub[r]
+            noise = math.sqrt(2.0 * T * Dc[p, r] * h)
+            for _ in range(n_sub[r]):
+                S = abs(S + (K[p, r] + V[p, r] * T / S) * h + noise * xi[p, n])
+                n += 1
+            out[p, r + 1] = S
+    return out

@@ -1,0 +1,220 @@
+"""Mini-batch SGD of an ensemble of tanh teacher-student networks, all models in lockstep."""
+
+import numpy as np
+import xarray as xr
+
+from .. import __version__, _validate
+from . import _kernels
+from .params import Params
+
+# Mini-batch indices are drawn in blocks of at most this many steps per model.
+_BLOCK_STEPS = 2048
+
+
+def _seed_sequence(seed):
+    if isinstance(seed, np.random.SeedSequence):
+        return seed
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0:
+        return np.random.SeedSequence(int(seed))
+    raise ValueError(f"seed must be a non-negative integer or a numpy SeedSequence; got {seed!r}")
+
+
+def _stream(ss, model, kind):
+    """Child seed of one model and one kind (0 teacher, 1 data, 2 student, 3 batches).
+
+    Built from ``ss``'s entropy and spawn key (not the stateful ``ss.spawn``), so model
+    m of an ensemble is the same network trained on the same batches whatever
+    ``n_models`` is.
+    """
+    return np.random.default_rng(np.random.SeedSequence(
+        ss.entropy, spawn_key=(*ss.spawn_key, model, kind), pool_size=ss.pool_size))
+
+
+def networks(params, *, seed, n_models):
+    """Teachers, data and initial students of an ensemble (Park et al. sec. 3.1).
+
+    Model m: teacher W̄^(l)_ij ~ N(0, 1/n_{l-1}) (eq. 3.1); n_train + n_test inputs
+    x ~ N(0, I_{n0}) labelled by the teacher; student W^(2)_ij ~ N(0, sigma_w^2/n1)
+    (eq. 2.11), W^(1), W^(3) copied from the teacher.
+
+    Returns
+    -------
+    dict of ndarray
+        ``W1`` (M, n1, n0), ``W2_teacher`` (M, n2, n1), ``W3`` (M, n2), ``W2`` (M, n2, n1)
+        (student at t = 0), ``A1_train`` (M, n_train, n1) and ``A1_test`` (M, n_test, n1)
+        (the fixed first-layer activations tanh(W^(1) x)), ``y_train`` (M, n_train),
+        ``y_test`` (M, n_test).
+    """
+    if not isinstance(params, Params):
+        raise ValueError(f"params must be a dyson.Params; got {type(params).__name__}")
+    _validate.integer("n_models", n_models, low=1, doc="ensemble size")
+    ss = _seed_sequence(seed)
+    n0, n1, n2, _ = params.layers
+    D, Dt = params.n_train, params.n_test
+    out = {k: [] for k in ("W1", "W2_teacher", "W3", "W2", "A1_train", "A1_test", "y_train", "y_test")}
+    for m in range(n_models):
+        rt, rd, rs = (_stream(ss, m, kind) for kind in range(3))
+        W1 = rt.standard_normal((n1, n0)) / np.sqrt(n0)
+        W2t = rt.standard_normal((n2, n1)) / np.sqrt(n1)
+        W3 = rt.standard_normal(n2) / np.sqrt(n2)
+        X = rd.standard_normal((D + Dt, n0))
+        A1 = np.tanh(X @ W1.T)
+        y = np.tanh(A1 @ W2t.T) @ W3
+        out["W1"].append(W1)
+        out["W2_teacher"].append(W2t)
+        out["W3"].append(W3)
+        out["W2"].append(rs.standard_normal((n2, n1)) * (params.sigma_w / np.sqrt(n1)))
+        out["A1_train"].append(A1[:D])
+        out["A1_test"].append(A1[D:])
+        out["y_train"].append(y[:D])
+        out["y_test"].append(y[D:])
+    return {k: np.ascontiguousarray(np.stack(v)) for k, v in out.items()}
+
+
+def record_steps(steps, n_points, spacing="log"):
+    """Recording steps: 0, ..., steps; log-spaced (integers, duplicates dropped) or linear."""
+    _validate.integer("steps", steps, low=1, doc="number of SGD steps")
+    _validate.integer("n_points", n_points, low=2, doc="number of recording times")
+    if spacing == "log":
+        grid = np.concatenate([[0.0], np.geomspace(1.0, steps, n_points - 1)])
+    elif spacing == "linear":
+        grid = np.linspace(0.0, steps, n_points)
+    else:
+        raise ValueError(f"spacing must be 'log' or 'linear'; got {spacing!r}")
+    return np.unique(np.round(grid).astype(np.int64))
+
+
+def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log", moment_samples=None):
+    """Train an ensemble of students in lockstep and record the paper's observables.
+
+    All models advance together in one numba kernel call per block of steps
+    (models in parallel, no Python loop per step). Mini-batches are drawn with
+    replacement from the training set (i.i.d. batches, as assumed by the Langevin
+    description, eq. 2.29); each model has its own teacher, data and batches, drawn
+    from children of ``seed`` indexed by the model, so model m is the same whatever
+    ``n_models`` and ``n_points`` are.
+
+    Parameters
+    ----------
+    params : Params
+    steps : int
+        Number of SGD steps t_f.
+    seed : int or numpy.random.SeedSequence
+    n_models : int
+        Ensemble size |S|.
+    n_points : int
+        Number of recording times (see :func:`record_steps`).
+    spacing : {"log", "linear"}
+    moment_samples : int or None
+        Number of training samples (the first ones) over which the gradient moments
+        K, V (eq. 4.4) and the full-batch gradient are measured; None: all n_train.
+
+    Returns
+    -------
+    xarray.Dataset
+        Dimensions ``t`` (SGD steps; coordinate ``tau`` = eps t is the time of the
+        continuous Langevin equation 2.30), ``model``, ``eig``, ``eig2``. Per time and model:
+
+        - ``loss``: test loss (2.6), mean of (y - y_hat)^2/2 over the n_test samples;
+        - ``grad_norm``: Frobenius norm of the full-batch training gradient of W^(2) (3.3);
+        - ``G0``: feature correlation with t = 0 on the test set, G(t, 0) of (3.4) per model;
+        - ``align``: feature-field alignment h.phi / (|h| |phi|) on the test set (3.5);
+        - ``x`` (t, model, eig): eigenvalues of X = W^(2) W^(2)T, ascending (4.1);
+        - ``S``: average level spacing (x_max - x_min) / (n2 - 1) (4.5);
+        - ``K`` (t, model, eig): K_ii = -E[Delta^X_ii] in the eigenbasis of X, same order as x;
+        - ``V`` (t, model, eig, eig2): V_ij = Var[Delta^X_ij] over single samples, same basis (4.4);
+        - ``diverged``, ``t_diverged`` (model): a model whose max |W^(2)_ij| exceeds
+          ``params.w_max`` (or turns non-finite) is stopped, flagged, and its later
+          records are NaN. The loss itself cannot blow up: tanh features are bounded,
+          so |y_hat| <= sum_i |W3_i|; only the weights can run away.
+
+        Also ``z_var`` (model): variance of the second-layer pre-activations z = W^(2) a
+        over the training set at t = 0 (sigma_z^2 of eq. 2.19). attrs: the parameters,
+        ``steps``, ``n_models``, the seed, ``tsdyn_version``.
+    """
+    if not isinstance(params, Params):
+        raise ValueError(f"params must be a dyson.Params; got {type(params).__name__}")
+    rec = record_steps(steps, n_points, spacing)
+    if moment_samples is None:
+        moment_samples = params.n_train
+    _validate.integer("moment_samples", moment_samples, low=2, doc="samples for the gradient moments")
+    moment_samples = min(moment_samples, params.n_train)
+    ss = _seed_sequence(seed)
+    net = networks(params, seed=ss, n_models=n_models)
+    batch_rngs = [_stream(ss, m, 3) for m in range(n_models)]
+    M, n2, n1 = net["W2"].shape
+    W2 = net["W2"].copy()
+    A1, Y, W3 = net["A1_train"], net["y_train"], net["W3"]
+    A1m, Ym = np.ascontiguousarray(A1[:, :moment_samples]), np.ascontiguousarray(Y[:, :moment_samples])
+    A1t, Yt = net["A1_test"], net["y_test"]
+    h = Yt[:, :, None] * W3[:, None, :]  # external field h_j(alpha) = y_alpha W3_j (2.8)
+
+    n_rec = len(rec)
+    nan = lambda *shape: np.full(shape, np.nan)  # noqa: E731
+    obs = {k: nan(n_rec, M) for k in ("loss", "grad_norm", "G0", "align", "S")}
+    x_rec, K_rec, V_rec = nan(n_rec, M, n2), nan(n_rec, M, n2), nan(n_rec, M, n2, n2)
+    alive = np.ones(M, dtype=np.bool_)
+    diverged_at = np.full(M, -1, dtype=np.int64)
+    z0 = np.einsum("mij,mkj->mki", W2, A1)
+    z_var = z0.reshape(M, -1).var(axis=1)
+    phi0 = None
+    step = 0
+    for r, target in enumerate(rec):
+        while step < target and alive.any():
+            n = min(target - step, _BLOCK_STEPS)
+            idx = np.stack([g.integers(0, params.n_train, size=(n, params.batch), dtype=np.int32)
+                            for g in batch_rngs])
+            _kernels.sgd_block(W2, A1, Y, W3, idx, params.eps, params.w_max, alive, diverged_at, step)
+            step += n
+        live = alive.copy()
+        phi = _kernels.features(W2, A1t)
+        if phi0 is None:
+            phi0 = phi.copy()
+        y_hat = np.einsum("mki,mi->mk", phi, W3)
+        obs["loss"][r] = 0.5 * np.mean((Yt - y_hat) ** 2, axis=1)
+        obs["G0"][r] = np.mean(phi * phi0, axis=(1, 2))
+        obs["align"][r] = (np.sum(h * phi, axis=(1, 2))
+                           / np.sqrt(np.sum(h * h, axis=(1, 2)) * np.sum(phi * phi, axis=(1, 2))))
+        X = np.einsum("mij,mkj->mik", W2, W2)
+        with np.errstate(invalid="ignore"):
+            x, U = np.linalg.eigh(np.where(live[:, None, None], X, np.eye(n2)))
+        grad, mean, var = _kernels.gradient_moments(W2, A1m, Ym, W3, np.ascontiguousarray(U))
+        obs["grad_norm"][r] = np.sqrt(np.sum(grad ** 2, axis=(1, 2)))
+        obs["S"][r] = (x[:, -1] - x[:, 0]) / (n2 - 1)
+        x_rec[r], K_rec[r], V_rec[r] = x, -np.diagonal(mean, axis1=1, axis2=2), var
+        for arr in (*obs.values(),):
+            arr[r, ~live] = np.nan
+        for arr in (x_rec, K_rec, V_rec):
+            arr[r, ~live] = np.nan
+    t_div = np.where(diverged_at >= 0, diverged_at.astype(float), np.inf)
+    units = {"loss": "1", "grad_norm": "1", "G0": "1", "align": "1", "S": "1"}
+    long = {"loss": "test loss (2.6)", "grad_norm": "norm of the full-batch gradient of W2 (3.3)",
+            "G0": "feature time correlation G(t, 0) (3.4)", "align": "feature-field alignment (3.5)",
+            "S": "average level spacing of X (4.5)"}
+    data = {k: (("t", "model"), v, {"long_name": long[k], "units": units[k]}) for k, v in obs.items()}
+    data.update({
+        "x": (("t", "model", "eig"), x_rec, {"long_name": "eigenvalues of X = W2 W2^T, ascending"}),
+        "K": (("t", "model", "eig"), K_rec, {"long_name": "K_ii = -E[Delta^X_ii], eigenbasis of X (4.4)",
+                                              "units": "per unit tau"}),
+        "V": (("t", "model", "eig", "eig2"), V_rec,
+              {"long_name": "V_ij = Var[Delta^X_ij] over single samples, eigenbasis of X (4.4)"}),
+        "z_var": (("model",), z_var, {"long_name": "variance of z = W2 a at t = 0 (sigma_z^2, 2.19)"}),
+        "diverged": (("model",), diverged_at >= 0),
+        "t_diverged": (("model",), t_div, {"units": "SGD steps", "bound": f"max|W2_ij| >= {params.w_max:g}"}),
+    })
+    return xr.Dataset(
+        data,
+        coords={"t": ("t", rec.astype(float), {"units": "SGD steps"}),
+                "tau": ("t", params.eps * rec, {"units": "eps x SGD steps (time of eq. 2.30)"}),
+                "model": np.arange(M), "eig": np.arange(n2), "eig2": np.arange(n2)},
+        attrs={**{k: (str(v) if isinstance(v, list) else v) for k, v in params.attrs().items()},
+               "steps": int(steps), "n_models": int(n_models), "moment_samples": int(moment_samples),
+               "seed_entropy": str(ss.entropy), "seed_spawn_key": str(ss.spawn_key),
+               "kind": "simulation", "tsdyn_version": __version__},
+    )
+
+
+def initial_features(params, *, seed, n_models):
+    """Features phi = tanh(W^(2) a) of the students at t = 0 on their training sets, (M, n_train, n2)."""
+    net = networks(params, seed=seed, n_models=n_models)
+    return _kernels.features(net["W2"], net["A1_train"])

@@ -1,0 +1,230 @@
+"""Theory: Marchenko-Pastur against sampled matrices, p(phi), the level-spacing SDE
+against exact solutions, the coefficients (B.7, B.9), the Wigner surmise."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from tsdyn.dyson import theory as th
+
+
+# ------------------------------------------------------------------ Marchenko-Pastur
+
+@pytest.mark.parametrize("sigma_w, r", [(0.125, 0.5), (1.7, 0.5), (256.0, 0.5), (1.0, 0.2), (0.8, 1.0)])
+def test_mp_density_is_normalised_with_the_right_moments(sigma_w, r):
+    lo, hi = th.marchenko_pastur_edges(sigma_w, r)
+    assert lo == pytest.approx(sigma_w ** 2 * (1 - math.sqrt(r)) ** 2, rel=1e-14)
+    mom = [integrate.quad(lambda x, k=k: x ** k * th.marchenko_pastur(x, sigma_w, r), lo, hi,
+                          limit=200)[0] for k in range(3)]
+    # quadrature of a square-root edge singularity: ~1e-8 relative
+    assert mom[0] == pytest.approx(1.0, rel=1e-7)
+    assert mom[1] == pytest.approx(sigma_w ** 2, rel=1e-7)
+    assert mom[2] == pytest.approx(sigma_w ** 4 * (1 + r), rel=1e-7)
+    assert th.marchenko_pastur(lo * 0.99, sigma_w, r) == 0 and th.marchenko_pastur(hi * 1.01, sigma_w, r) == 0
+
+
+def test_mp_for_wide_x_integrates_to_one_over_r():
+    """r > 1: X has n2 - n1 zero eigenvalues, outside the continuous part."""
+    lo, hi = th.marchenko_pastur_edges(1.3, 2.0)
+    assert integrate.quad(lambda x: th.marchenko_pastur(x, 1.3, 2.0), lo, hi)[0] == pytest.approx(0.5, rel=1e-7)
+
+
+def test_mp_edges_and_moments_against_sampled_matrices():
+    """Large W (n2, n1) = (400, 800) with entries N(0, sigma^2/n1), as in eq. (2.11)."""
+    rng = np.random.default_rng(0)
+    n2, n1, s, reps = 400, 800, 1.7, 10
+    xs = []
+    for _ in range(reps):
+        W = rng.standard_normal((n2, n1)) * s / np.sqrt(n1)
+        xs.append(np.linalg.eigvalsh(W @ W.T))
+    xs = np.array(xs)
+    lo, hi = th.marchenko_pastur_edges(s, n2 / n1)
+    # Extreme eigenvalues sit within a few Tracy-Widom widths ~ x_edge n2^(-2/3) of the edges.
+    width = n2 ** (-2 / 3)
+    assert np.all(np.abs(xs.max(axis=1) / hi - 1) < 5 * width)
+    assert np.all(np.abs(xs.min(axis=1) / lo - 1) < 5 * width * (hi / lo))
+    # Moments: mean exact at any size; second moment sigma^4 (1 + r + 1/n1) at finite n1.
+    m1, m2 = xs.mean(axis=1), (xs ** 2).mean(axis=1)
+    assert abs(m1.mean() - s ** 2) < 4 * m1.std(ddof=1) / np.sqrt(reps)
+    assert abs(m2.mean() - s ** 4 * (1 + n2 / n1 + 1 / n1)) < 4 * m2.std(ddof=1) / np.sqrt(reps)
+    # Bulk: the empirical distribution is within O(1/n2) of the MP law (eigenvalue rigidity).
+    emp = (np.arange(n2) + 0.5) / n2
+    for x in xs:
+        assert np.max(np.abs(th.marchenko_pastur_cdf(x, s, n2 / n1) - emp)) < 5 / n2
+
+
+def test_mp_cdf_matches_quadrature():
+    x = np.array([0.3, 1.0, 2.5])
+    expect = [integrate.quad(lambda u: th.marchenko_pastur(u, 1.2, 0.5), 0, xi, limit=200)[0] for xi in x]
+    np.testing.assert_allclose(th.marchenko_pastur_cdf(x, 1.2, 0.5), expect, rtol=1e-8)
+
+
+def test_initial_spacing_bound_is_eq_4_14():
+    assert th.initial_spacing_bound(2.0, 32, 16) == pytest.approx(4 * 4 * math.sqrt(0.5) / 15, rel=1e-14)
+    # (4.15)'s left side is T over that bound
+    assert th.convergence_lhs(0.3, 2.0) == pytest.approx(0.3 / th.initial_spacing_bound(2.0, 32, 16))
+
+
+def test_mp_bad_input():
+    with pytest.raises(ValueError, match=r"sigma_w \(initial weight scale\) must be a finite number in \(0"):
+        th.marchenko_pastur_edges(0.0, 0.5)
+    with pytest.raises(ValueError, match=r"r \(aspect ratio n2/n1\)"):
+        th.marchenko_pastur(1.0, 1.0, -0.5)
+
+
+# ------------------------------------------------------------------ p(phi)
+
+@pytest.mark.parametrize("s2", [0.2, 0.5, 2.0])
+def test_feature_density_against_sampled_tanh(s2):
+    """Histogram of tanh(z), z ~ N(0, s2), against bin integrals of eq. (2.21): chi^2 test."""
+    rng = np.random.default_rng(1)
+    phi = np.tanh(rng.standard_normal(200_000) * np.sqrt(s2))
+    edges = np.linspace(-1, 1, 41)
+    counts = np.histogram(phi, edges)[0]
+    probs = np.array([integrate.quad(th.feature_density, a, b, args=(s2,))[0] for a, b in zip(edges[:-1], edges[1:])])
+    assert probs.sum() == pytest.approx(1.0, abs=1e-8)
+    keep = probs * len(phi) > 20
+    chi2 = np.sum((counts[keep] - len(phi) * probs[keep]) ** 2 / (len(phi) * probs[keep]))
+    assert stats.chi2.sf(chi2, keep.sum() - 1) > 1e-3
+
+
+def test_single_to_double_well_at_one_half():
+    assert th.feature_peaks(0.49) == 0.0 and th.feature_peaks(0.5) == 0.0
+    assert 0 < th.feature_peaks(0.55) < th.feature_peaks(1.0) < th.feature_peaks(4.0) < 1
+    for s2 in (0.3, 0.7, 2.0):
+        p = th.feature_peaks(s2)
+        if p > 0:
+            assert p == pytest.approx(np.tanh(2 * s2 * p), abs=1e-12)
+            assert th.feature_density(p, s2) > th.feature_density(0.0, s2)
+    # small-phi expansion, eq. (2.22), to O(phi^6)
+    phi = 1e-2
+    for s2 in (0.3, 1.0):
+        series = (1 / (2 * s2) - 1) * phi ** 2 + (1 / (3 * s2) - 0.5) * phi ** 4
+        assert th.feature_potential(phi, s2) == pytest.approx(series, rel=1e-7)
+
+
+def test_first_layer_q_against_monte_carlo():
+    rng = np.random.default_rng(2)
+    n = 2_000_000
+    v = np.tanh(np.sum(rng.standard_normal((n, 3)) * rng.standard_normal((n, 3)), axis=1) / np.sqrt(3)) ** 2
+    assert abs(th.first_layer_q(3) - v.mean()) < 4 * v.std() / np.sqrt(n)
+    assert th.jamming_boundary(3) == pytest.approx(math.sqrt(2 * th.first_layer_q(3)))
+
+
+def test_mixture_density_is_normalised_and_wider_tailed():
+    assert integrate.quad(th.feature_density_mixture, -1, 1, args=(2.0,))[0] == pytest.approx(1.0, abs=1e-7)
+
+
+# ------------------------------------------------------------------ level-spacing SDE
+
+def test_sde_without_repulsion_is_brownian_motion_with_drift():
+    """V_S = 0, constant K_S, D_S: S(tau) = S0 + K_S tau + sqrt(2 T D_S) W(tau) exactly
+    (no reflection happens: S stays > 20 standard deviations from 0)."""
+    tau = np.linspace(0, 2.0, 5)
+    P, T, K, D = 20_000, 0.5, 0.7, 0.3
+    r = th.level_spacing_sde(10.0, tau, K_S=K, V_S=0.0, D_S=D, T=T, dt=0.1, seed=3, n_paths=P)
+    S = r.S.values
+    var = 2 * T * D * tau
+    assert np.all(np.abs(S.mean(axis=1) - (10 + K * tau)) <= 4 * np.sqrt(var / P) + 1e-12)
+    # sample variance: relative standard error sqrt(2/P)
+    np.testing.assert_allclose(S[1:].var(axis=1, ddof=1), var[1:], rtol=4 * np.sqrt(2 / P))
+    assert r.attrs["strong_error"] < 1e-12  # additive noise, constant drift: EM is exact
+
+
+def test_sde_second_moment_without_drift():
+    """K_S = 0: by Ito, d E[S^2] / dtau = 2 T (V_S + D_S) exactly (Bessel-like process,
+    never reaching 0 since V_S >= D_S)."""
+    tau = np.array([0.0, 1.0, 2.0, 4.0])
+    P, T, V, D = 20_000, 0.5, 1.0, 0.3
+    r = th.level_spacing_sde(1.0, tau, K_S=0.0, V_S=V, D_S=D, T=T, dt=0.002, seed=4, n_paths=P)
+    S2 = r.S.values ** 2
+    expect = 1.0 + 2 * T * (V + D) * tau
+    # statistical error of the mean over paths; the O(dt) weak bias (~1e-3) is far below it
+    assert np.all(np.abs(S2.mean(axis=1) - expect) <= 4 * S2.std(axis=1) / np.sqrt(P) + 1e-12)
+
+
+def test_sde_reaches_the_gamma_stationary_law():
+    """K_S < 0: the long-time ensemble is Gamma(V_S/D_S + 1, T D_S/|K_S|) (zero-flux Fokker-Planck)."""
+    K, V, D, T = -0.5, 1.0, 0.3, 0.5
+    P = 4000
+    tau = np.array([0.0, 30.0])  # relaxation time ~ 1/|K| * O(1): 30 is many of them
+    r = th.level_spacing_sde(1.0, tau, K_S=K, V_S=V, D_S=D, T=T, dt=0.005, seed=5, n_paths=P)
+    final = r.S.values[-1]
+    shape, scale = V / D + 1, T * D / -K
+    assert stats.kstest(final, stats.gamma(shape, scale=scale).cdf).pvalue > 1e-3
+    grid = np.linspace(0.01, 5, 500)
+    np.testing.assert_allclose(th.level_spacing_stationary(grid, K, V, D, T),
+                               stats.gamma(shape, scale=scale).pdf(grid), rtol=1e-10)
+
+
+def test_sde_strong_error_shrinks_linearly_with_dt():
+    """Additive noise: Euler-Maruyama has strong order 1. The reported error estimate
+    (dt against dt/2 on the same Brownian path) should halve when dt halves. With
+    V_S/D_S = 13 the paths stay away from S = 0, where reflected steps would make the
+    error fall faster than dt before the asymptotic regime (seen at V_S/D_S ~ 3)."""
+    tau = np.linspace(0, 5, 11)
+    dts = (0.01, 0.005, 0.0025)
+    errs = [th.level_spacing_sde(1.0, tau, K_S=-0.5, V_S=4.0, D_S=0.3, T=0.5, dt=dt, seed=6,
+                                 n_paths=2000).attrs["strong_error"] for dt in dts]
+    order = np.polyfit(np.log(dts), np.log(errs), 1)[0]
+    assert 0.8 < order < 1.2  # measured 1.01; the fit is over three same-path estimates
+
+
+def test_sde_same_seed_same_paths_and_per_path_coefficients():
+    tau = np.linspace(0, 1, 4)
+    K = np.array([[-1.0, -1.0, -1.0, -1.0], [0.5, 0.5, 0.5, 0.5]])
+    a = th.level_spacing_sde([1.0, 2.0], tau, K_S=K, V_S=[0.1, 0.2], D_S=0.05, T=0.3, dt=0.01, seed=7)
+    b = th.level_spacing_sde([1.0, 2.0], tau, K_S=K, V_S=[0.1, 0.2], D_S=0.05, T=0.3, dt=0.01, seed=7)
+    np.testing.assert_array_equal(a.S.values, b.S.values)
+    assert a.S.shape == (4, 2)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(T=0.0), r"T \(temperature\) must be a finite number in \(0"),
+    (dict(dt=-1.0), r"dt \(time step\)"),
+    (dict(S0=0.0), r"S0 \(initial level spacing\) must be finite and > 0"),
+    (dict(tau=[1.0, 2.0]), r"tau must be an increasing 1-D array"),
+    (dict(K_S=np.zeros((3, 3))), r"K_S must be a scalar, shape \(2,\)"),
+    (dict(D_S=-1.0), r"V_S and D_S \(variances\) must be >= 0"),
+])
+def test_sde_bad_input(kwargs, message):
+    args = dict(S0=[1.0, 1.0], tau=[0.0, 1.0], K_S=0.0, V_S=0.1, D_S=0.1, T=0.5, dt=0.1, seed=0)
+    with pytest.raises(ValueError, match=message):
+        th.level_spacing_sde(**{**args, **kwargs})
+
+
+def test_spacing_coefficients_by_hand():
+    """N = 3: K_S = (K3 - K1)/2, D_S = (V11 + V33)/8, V_S = 2 V31/4 + (V32 + V12)/2 (B.7, B.9)."""
+    K = np.array([-3.0, 1.0, 2.0])
+    V = np.array([[1.0, 2.0, 3.0], [2.0, 5.0, 7.0], [3.0, 7.0, 11.0]])
+    K_S, V_S, D_S = th.spacing_coefficients(K, V)
+    assert K_S == 2.5 and D_S == 12 / 8 and V_S == 2 * 3 / 4 + (7 + 2) / 2
+    # broadcasting over leading axes
+    K_S, V_S, D_S = th.spacing_coefficients(np.stack([K, K]), np.stack([V, V]))
+    assert K_S.shape == (2,)
+    with pytest.raises(ValueError, match=r"K must have shape \(..., N\) and V \(..., N, N\)"):
+        th.spacing_coefficients(K, V[:2, :2])
+
+
+def test_convergence_criterion():
+    # lhs = 15 / (4 sqrt(1/2)) * T / sigma^2
+    lhs = th.convergence_lhs(1.0, 1.0)
+    assert lhs == pytest.approx(15 / (4 * math.sqrt(0.5)))
+    assert th.converged(1.0, 1.0, K_S=-1.01 * lhs, V_S=1.0)
+    assert not th.converged(1.0, 1.0, K_S=-0.99 * lhs, V_S=1.0)
+    assert not th.converged(1.0, 1.0, K_S=0.5, V_S=1.0)  # no restoring force
+
+
+# ------------------------------------------------------------------ Wigner surmise
+
+def test_wigner_surmise_is_exact_for_2x2_goe():
+    s_norm = integrate.quad(th.wigner_surmise, 0, np.inf)[0]
+    s_mean = integrate.quad(lambda s: s * th.wigner_surmise(s), 0, np.inf)[0]
+    assert s_norm == pytest.approx(1.0, abs=1e-10) and s_mean == pytest.approx(1.0, abs=1e-10)
+    rng = np.random.default_rng(8)
+    a, b = rng.standard_normal((2, 20_000))
+    c = rng.standard_normal(20_000) / np.sqrt(2)
+    s = np.sqrt((a - b) ** 2 + 4 * c ** 2)  # spacing of [[a, c], [c, b]], GOE
+    assert stats.kstest(s / s.mean(), th.wigner_cdf).pvalue > 1e-3
