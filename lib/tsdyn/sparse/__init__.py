@@ -1,0 +1,25 @@
+"""Sparse +-1 teacher-student networks and phase transitions in the mini-batch size.
+
+Marino & Ricci-Tersenghi, "Phase transitions in the mini-batch size for sparse and
+dense two-layer neural networks". A sparse teacher (d non-zeros +-1 per row and
+column) is inferred by a greedy zero-temperature Metropolis rule on fresh
+mini-batches (:func:`greedy`), or learnt by a dense real-valued student with
+mini-batch SGD (:func:`sgd`). The paper's theory is a counting argument
+(:mod:`.theory`); the simulations locate the critical mini-batch size m_c with a
+defined estimator (:func:`critical_batch`).
+"""
+
+from .analysis import critical_batch, crossing, hamming, success_fraction, tp_tn_rates
+from .experiments import greedy_point, sgd_point
+from .graph import regular_bipartite
+from .greedy import greedy, record_sweeps
+from .networks import draw_networks
+from .params import Params, SGDParams
+from .sgd import sgd
+from .theory import counting_m_c, random_student_hamming
+
+__all__ = [
+    "Params", "SGDParams", "regular_bipartite", "draw_networks", "greedy", "sgd", "record_sweeps",
+    "hamming", "tp_tn_rates", "success_fraction", "crossing", "critical_batch",
+    "greedy_point", "sgd_point", "counting_m_c", "random_student_hamming",
+]

@@ -1,0 +1,422 @@
+"""Numba kernels of the sparse teacher-student models: arithmetic only, no checks, no RNG.
+
+Layouts (N inputs = N hidden units, m samples):
+
+- inputs ``X[k, s]``, shape (N, m): input k of sample s (samples contiguous, so a
+  move touching one unit streams over one row);
+- a sparse matrix with D non-zeros per row is stored row-wise as ``idx`` (N, D),
+  the column of each non-zero, and ``w`` (N, D), its value. For the two-matrix
+  network, ``in_idx[j]`` are the inputs of hidden unit j and ``out_idx[i]`` the
+  hidden units of output i; ``hid_out[j], hid_slot[j]`` list, for hidden unit j,
+  the outputs i it feeds and the slot of j in ``out_idx[i]``;
+- the one-matrix network stores column r of W (the inputs of hidden unit r) as
+  ``idx[r], w[r]``.
+
+A greedy move changes one weight. Only the pre-activations it touches are
+recomputed: one hidden unit and its d outputs for a first-layer weight of the
+two-matrix network (O(d m)), one output for a second-layer weight (O(m)), one
+hidden unit and the scalar output for the one-matrix network (O(m)). A sweep of
+2 N d moves therefore costs O(N d^2 m), against O(N d m) per move, O(N^2 d^2 m)
+per sweep, for re-evaluating the network from scratch.
+"""
+
+import math
+
+import numpy as np
+
+from .._jit import njit, njit_reduce
+
+_SQRT_HALF = 1.0 / math.sqrt(2.0)
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+@njit
+def leaky(x, a):
+    """LeakyReLU of eq. (6): x for x >= 0, a x otherwise."""
+    return x if x >= 0.0 else a * x
+
+
+@njit
+def phi_erf(x):
+    """phi(x) = erf(x / sqrt 2) (eq. 7)."""
+    return math.erf(x * _SQRT_HALF)
+
+
+@njit
+def dphi_erf(x):
+    """phi'(x) = sqrt(2 / pi) exp(-x^2 / 2)."""
+    return _SQRT_2_OVER_PI * math.exp(-0.5 * x * x)
+
+
+@njit
+def proposal(old, ternary, bit):
+    """New value of a weight: -old for +-1 weights; for weights in {-1, 0, 1}, one of the
+    two other values, the first (bit = 0) or second (bit = 1) in increasing order."""
+    if not ternary:
+        return -old
+    if old < -0.5:
+        return 0.0 if bit == 0 else 1.0
+    if old > 0.5:
+        return -1.0 if bit == 0 else 0.0
+    return -1.0 if bit == 0 else 1.0
+
+
+# ----------------------------------------------------------------- two matrices
+
+@njit_reduce
+def forward2(in_idx, in_w, out_idx, out_w, X, a, H, A, Z, O):
+    """Two-matrix network (eq. 1/3) on the samples X (N, m): fills H = W_in X,
+    A = phi(H), Z = W_out A, O = psi(Z), all (N, m)."""
+    N, D = in_idx.shape
+    m = X.shape[1]
+    for j in range(N):
+        for s in range(m):
+            H[j, s] = 0.0
+        for t in range(D):
+            wt = in_w[j, t]
+            if wt != 0.0:
+                k = in_idx[j, t]
+                for s in range(m):
+                    H[j, s] += wt * X[k, s]
+        for s in range(m):
+            A[j, s] = leaky(H[j, s], a)
+    D2 = out_idx.shape[1]
+    for i in range(N):
+        for s in range(m):
+            Z[i, s] = 0.0
+        for t in range(D2):
+            wt = out_w[i, t]
+            if wt != 0.0:
+                j = out_idx[i, t]
+                for s in range(m):
+                    Z[i, s] += wt * A[j, s]
+        for s in range(m):
+            O[i, s] = leaky(Z[i, s], a)
+
+
+@njit_reduce
+def loss2(O, Y):
+    """Loss of eq. (2), 1/2 sum over samples and outputs of (O - Y)^2."""
+    total = 0.0
+    N, m = O.shape
+    for i in range(N):
+        for s in range(m):
+            r = O[i, s] - Y[i, s]
+            total += r * r
+    return 0.5 * total
+
+
+@njit_reduce
+def delta_in(j, t, new, in_idx, in_w, out_w, hid_out, hid_slot, X, a, H, A, Z, O, Y,
+             hbuf, abuf, dabuf, zbuf, obuf):
+    """Change of the mini-batch loss (eq. 4) if first-layer weight (j, t) becomes ``new``.
+
+    Recomputes hidden unit j and the outputs it feeds into the buffers (used by
+    :func:`accept_in`). Cost O(d m).
+    """
+    m = X.shape[1]
+    k = in_idx[j, t]
+    step = new - in_w[j, t]
+    for s in range(m):
+        h = H[j, s] + step * X[k, s]
+        hbuf[s] = h
+        abuf[s] = leaky(h, a)
+        dabuf[s] = abuf[s] - A[j, s]
+    dl = 0.0
+    for u in range(hid_out.shape[1]):
+        i = hid_out[j, u]
+        wo = out_w[i, hid_slot[j, u]]
+        if wo == 0.0:
+            continue
+        for s in range(m):
+            z = Z[i, s] + wo * dabuf[s]
+            o = leaky(z, a)
+            zbuf[u, s] = z
+            obuf[u, s] = o
+            r_new = o - Y[i, s]
+            r_old = O[i, s] - Y[i, s]
+            dl += (r_new - r_old) * (r_new + r_old)
+    return 0.5 * dl
+
+
+@njit
+def accept_in(j, t, new, in_w, out_w, hid_out, hid_slot, H, A, Z, O, hbuf, abuf, zbuf, obuf):
+    """Apply the move evaluated by :func:`delta_in`."""
+    m = H.shape[1]
+    in_w[j, t] = new
+    for s in range(m):
+        H[j, s] = hbuf[s]
+        A[j, s] = abuf[s]
+    for u in range(hid_out.shape[1]):
+        i = hid_out[j, u]
+        if out_w[i, hid_slot[j, u]] == 0.0:
+            continue
+        for s in range(m):
+            Z[i, s] = zbuf[u, s]
+            O[i, s] = obuf[u, s]
+
+
+@njit_reduce
+def delta_out(i, t, new, out_idx, out_w, a, A, Z, O, Y, zbuf, obuf):
+    """Change of the mini-batch loss if second-layer weight (i, t) becomes ``new``. O(m)."""
+    m = Z.shape[1]
+    j = out_idx[i, t]
+    step = new - out_w[i, t]
+    dl = 0.0
+    for s in range(m):
+        z = Z[i, s] + step * A[j, s]
+        o = leaky(z, a)
+        zbuf[0, s] = z
+        obuf[0, s] = o
+        r_new = o - Y[i, s]
+        r_old = O[i, s] - Y[i, s]
+        dl += (r_new - r_old) * (r_new + r_old)
+    return 0.5 * dl
+
+
+@njit
+def greedy2_sweeps(t_in_idx, t_in_w, t_out_idx, t_out_w,
+                   in_idx, in_w, out_idx, out_w, hid_out, hid_slot,
+                   X, order, bits, a, ternary, accepted, batch_loss, dl_log):
+    """Greedy zero-temperature sweeps of the two-matrix student, in place (eq. 4).
+
+    For each sweep b: the teacher labels the fresh mini-batch X[b] (N, m); the
+    student's state on it is computed once; then the 2 N D weights are visited in
+    the order ``order[b]`` (slots < N D are first-layer weights (j, t) = divmod(slot, D),
+    the others second-layer), each move accepted iff it does not increase the
+    mini-batch loss. ``accepted[b]`` counts the accepted moves and ``batch_loss[b]``
+    is the mini-batch loss after the sweep. If ``dl_log`` has one row per sweep, the
+    loss change of every attempted move is written there (tests).
+    """
+    n_sweeps, N, m = X.shape
+    D = in_idx.shape[1]
+    H = np.empty((N, m))
+    A = np.empty((N, m))
+    Z = np.empty((N, m))
+    O = np.empty((N, m))
+    Y = np.empty((N, m))
+    TH = np.empty((N, m))
+    TA = np.empty((N, m))
+    TZ = np.empty((N, m))
+    hbuf = np.empty(m)
+    abuf = np.empty(m)
+    dabuf = np.empty(m)
+    zbuf = np.empty((D, m))
+    obuf = np.empty((D, m))
+    log = dl_log.shape[0] == n_sweeps
+    for b in range(n_sweeps):
+        Xb = X[b]
+        forward2(t_in_idx, t_in_w, t_out_idx, t_out_w, Xb, a, TH, TA, TZ, Y)
+        forward2(in_idx, in_w, out_idx, out_w, Xb, a, H, A, Z, O)
+        n_acc = 0
+        for q in range(order.shape[1]):
+            slot = order[b, q]
+            if slot < N * D:
+                j, t = slot // D, slot % D
+                new = proposal(in_w[j, t], ternary, bits[b, q])
+                dl = delta_in(j, t, new, in_idx, in_w, out_w, hid_out, hid_slot, Xb, a,
+                              H, A, Z, O, Y, hbuf, abuf, dabuf, zbuf, obuf)
+                if dl <= 0.0:
+                    accept_in(j, t, new, in_w, out_w, hid_out, hid_slot, H, A, Z, O,
+                              hbuf, abuf, zbuf, obuf)
+                    n_acc += 1
+            else:
+                i, t = (slot - N * D) // D, (slot - N * D) % D
+                new = proposal(out_w[i, t], ternary, bits[b, q])
+                dl = delta_out(i, t, new, out_idx, out_w, a, A, Z, O, Y, zbuf, obuf)
+                if dl <= 0.0:
+                    out_w[i, t] = new
+                    for s in range(m):
+                        Z[i, s] = zbuf[0, s]
+                        O[i, s] = obuf[0, s]
+                    n_acc += 1
+            if log:
+                dl_log[b, q] = dl
+        accepted[b] = n_acc
+        batch_loss[b] = loss2(O, Y)
+
+
+# ------------------------------------------------------------------- one matrix
+
+@njit_reduce
+def forward1(idx, w, X, scale, H, P, O):
+    """One-matrix network (eq. 7/8): H[r] = scale (W^T X)_r, P = phi(H) (N, m),
+    O = (1/N) sum_r P[r] (m,)."""
+    N, D = idx.shape
+    m = X.shape[1]
+    for s in range(m):
+        O[s] = 0.0
+    for r in range(N):
+        for s in range(m):
+            H[r, s] = 0.0
+        for t in range(D):
+            wt = w[r, t]
+            k = idx[r, t]
+            for s in range(m):
+                H[r, s] += wt * X[k, s]
+        for s in range(m):
+            H[r, s] *= scale
+            P[r, s] = phi_erf(H[r, s])
+            O[s] += P[r, s]
+    for s in range(m):
+        O[s] /= N
+
+
+@njit_reduce
+def loss1(O, Y):
+    """Loss of eq. (2) for a scalar output: 1/2 sum over samples of (O - Y)^2."""
+    total = 0.0
+    for s in range(O.shape[0]):
+        r = O[s] - Y[s]
+        total += r * r
+    return 0.5 * total
+
+
+@njit_reduce
+def delta1(r, t, idx, w, X, scale, H, P, O, Y, hbuf, pbuf, obuf):
+    """Change of the mini-batch loss if weight (r, t) (row idx[r, t] of column r of W)
+    flips sign; the new field, activation and output go to the buffers. O(m)."""
+    m = X.shape[1]
+    N = H.shape[0]
+    k = idx[r, t]
+    step = -2.0 * w[r, t] * scale
+    dl = 0.0
+    for s in range(m):
+        h = H[r, s] + step * X[k, s]
+        p = phi_erf(h)
+        o = O[s] + (p - P[r, s]) / N
+        hbuf[s] = h
+        pbuf[s] = p
+        obuf[s] = o
+        r_new = o - Y[s]
+        r_old = O[s] - Y[s]
+        dl += (r_new - r_old) * (r_new + r_old)
+    return 0.5 * dl
+
+
+@njit
+def greedy1_sweeps(t_idx, t_w, idx, w, X, order, scale, accepted, batch_loss, dl_log):
+    """Greedy sweeps of the one-matrix student, in place (eq. 4 with eqs. 7-8).
+
+    As :func:`greedy2_sweeps`: each sweep b labels X[b] (N, m) with the teacher and
+    visits the N D signs in ``order[b]`` (slot -> (r, t) = divmod(slot, D)), flipping
+    a sign iff the mini-batch loss does not increase.
+    """
+    n_sweeps, N, m = X.shape
+    D = idx.shape[1]
+    H = np.empty((N, m))
+    P = np.empty((N, m))
+    O = np.empty(m)
+    TH = np.empty((N, m))
+    TP = np.empty((N, m))
+    Y = np.empty(m)
+    hbuf = np.empty(m)
+    pbuf = np.empty(m)
+    obuf = np.empty(m)
+    log = dl_log.shape[0] == n_sweeps
+    for b in range(n_sweeps):
+        Xb = X[b]
+        forward1(t_idx, t_w, Xb, scale, TH, TP, Y)
+        forward1(idx, w, Xb, scale, H, P, O)
+        n_acc = 0
+        for q in range(order.shape[1]):
+            slot = order[b, q]
+            r, t = slot // D, slot % D
+            dl = delta1(r, t, idx, w, Xb, scale, H, P, O, Y, hbuf, pbuf, obuf)
+            if dl <= 0.0:
+                w[r, t] = -w[r, t]
+                for s in range(m):
+                    H[r, s] = hbuf[s]
+                    P[r, s] = pbuf[s]
+                    O[s] = obuf[s]
+                n_acc += 1
+            if log:
+                dl_log[b, q] = dl
+        accepted[b] = n_acc
+        batch_loss[b] = loss1(O, Y)
+
+
+# -------------------------------------------------------------- dense SGD student
+
+@njit_reduce
+def teacher1_outputs(t_idx, t_w, X, scale, Y):
+    """Labels of eq. (7) for samples stored row-wise, X (n, N) -> Y (n,)."""
+    N, D = t_idx.shape
+    for s in range(X.shape[0]):
+        acc = 0.0
+        for r in range(N):
+            h = 0.0
+            for t in range(D):
+                h += t_w[r, t] * X[s, t_idx[r, t]]
+            acc += phi_erf(scale * h)
+        Y[s] = acc / N
+
+
+@njit_reduce
+def dense_loss(W, X, Y, scale):
+    """Mean over samples of 1/2 (y_hat - y)^2 for the dense student, X (n, N)."""
+    N = W.shape[0]
+    h = np.empty(N)
+    total = 0.0
+    for s in range(X.shape[0]):
+        for r in range(N):
+            h[r] = 0.0
+        for i in range(N):
+            xi = X[s, i]
+            for r in range(N):
+                h[r] += W[i, r] * xi
+        out = 0.0
+        for r in range(N):
+            out += phi_erf(scale * h[r])
+        e = out / N - Y[s]
+        total += e * e
+    return 0.5 * total / X.shape[0]
+
+
+@njit_reduce
+def sgd_steps(W, X, Y, m, lr, scale, mean):
+    """len(X) // m mini-batch SGD steps of the dense student (eq. 5), in place.
+
+    W (N, N) real; X (steps * m, N) inputs, Y their teacher labels. The gradient of
+    the mini-batch loss 1/2 sum_s (y_hat_s - y_s)^2 (``mean``: divided by m) is
+    dL/dW_ir = sum_s (y_hat_s - y_s) phi'(h_rs) scale x_is / N, with h_rs = scale (W^T x_s)_r.
+    Returns the number of steps done: fewer if the weights became non-finite.
+    """
+    N = W.shape[0]
+    n_steps = X.shape[0] // m
+    h = np.empty(N)
+    c = np.empty(N)
+    G = np.empty((N, N))
+    step_size = lr / m if mean else lr
+    for q in range(n_steps):
+        for i in range(N):
+            for r in range(N):
+                G[i, r] = 0.0
+        for b in range(m):
+            s = q * m + b
+            for r in range(N):
+                h[r] = 0.0
+            for i in range(N):
+                xi = X[s, i]
+                for r in range(N):
+                    h[r] += W[i, r] * xi
+            out = 0.0
+            for r in range(N):
+                h[r] *= scale
+                out += phi_erf(h[r])
+            e = out / N - Y[s]
+            for r in range(N):
+                c[r] = e * dphi_erf(h[r]) * scale / N
+            for i in range(N):
+                xi = X[s, i]
+                for r in range(N):
+                    G[i, r] += xi * c[r]
+        finite = True
+        for i in range(N):
+            for r in range(N):
+                W[i, r] -= step_size * G[i, r]
+                if not math.isfinite(W[i, r]):
+                    finite = False
+        if not finite:
+            return q
+    return n_steps

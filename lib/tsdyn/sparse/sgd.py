@@ -1,0 +1,89 @@
+"""Mini-batch SGD of a dense real-valued student on a sparse erf teacher (sec. 4.4, eq. 5)."""
+
+import numpy as np
+import xarray as xr
+
+from .. import __version__
+from . import _kernels, _seeds
+from .greedy import record_sweeps
+from .networks import compact, draw_networks
+from .params import Params, SGDParams
+
+# Inputs are drawn in blocks of at most this many numbers (8 MB of float64).
+_BLOCK_NUMBERS = 2 ** 20
+
+
+def sgd(params, steps, *, seed, n_points=30, spacing="log"):
+    """Train a dense student on the one-matrix sparse teacher by mini-batch SGD (ST-DS-1M-MC).
+
+    Teacher: eq. (7), y = (1/N) sum_r phi((W*^T x)_r / sqrt d), phi(t) = erf(t / sqrt 2),
+    W* with d non-zeros +-1 per row and column (the same teacher as
+    :func:`greedy` with ``model="one_matrix"`` and the same seed). Student: the same
+    form with a dense real W, initialised uniformly in [w_init_low, w_init_high].
+    Each step draws m fresh samples and applies W <- W - lr grad L (eq. 5), with L
+    the mini-batch loss of eq. (2) (summed, or averaged with ``reduction="mean"``).
+
+    Parameters
+    ----------
+    params : SGDParams
+    steps : int
+        Number of SGD steps (gradient evaluations); the paper runs 10^6.
+    seed : int or numpy.random.SeedSequence
+        Same seed, bit-identical run (whatever ``n_points``).
+    n_points : int
+        Recording times, log-spaced in steps by default (0 always recorded).
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``t`` (SGD steps): ``val_loss`` (validation mean squared error over the
+        teacher's mean squared output: 0 is perfect, about 1 for a student that
+        outputs 0), ``val_mse`` (mean over validation samples of 1/2 (y_hat - y)^2);
+        ``diverged``, ``t_diverged`` (inf if not); final ``W`` and ``teacher``.
+    """
+    if not isinstance(params, SGDParams):
+        raise ValueError(f"params must be a sparse.SGDParams; got {type(params).__name__}")
+    rec = record_sweeps(steps, n_points, spacing)
+    ss = _seeds.seed_sequence(seed)
+    N, m, d = params.N, params.m, params.d
+    teacher = draw_networks(Params(N=N, d=d, m=1, model="one_matrix"), seed=ss).teacher_in
+    t_idx, t_w = compact(teacher.T, teacher.T != 0)
+    scale = 1.0 / np.sqrt(d)
+    W = _seeds.rng(ss, "dense_init").uniform(params.w_init_low, params.w_init_high, (N, N))
+    X_val = _seeds.rng(ss, "validation").standard_normal((params.n_val, N))
+    Y_val = np.empty(params.n_val)
+    _kernels.teacher1_outputs(t_idx, t_w, X_val, scale, Y_val)
+    y2 = float(np.mean(Y_val ** 2))
+    rng_x = _seeds.rng(ss, "batches")
+    block = max(1, _BLOCK_NUMBERS // (N * m))
+    mse = np.full(len(rec), np.nan)
+    done, t_div = 0, np.inf
+    for r, target in enumerate(rec):
+        while done < target and np.isinf(t_div):
+            n = min(block, target - done)
+            X = rng_x.standard_normal((n * m, N))
+            Y = np.empty(n * m)
+            _kernels.teacher1_outputs(t_idx, t_w, X, scale, Y)
+            k = _kernels.sgd_steps(W, X, Y, m, params.lr, scale, params.reduction == "mean")
+            done += k
+            if k < n:
+                t_div = float(done + 1)
+        if np.isfinite(t_div):
+            break
+        mse[r] = _kernels.dense_loss(W, X_val, Y_val, scale)
+    return xr.Dataset(
+        {
+            "val_loss": ("t", 2.0 * mse / y2, {"long_name": "validation mean squared error / "
+                                               "teacher's mean squared output", "units": "1"}),
+            "val_mse": ("t", mse, {"long_name": "mean over validation samples of "
+                                   "1/2 (y_hat - y)^2", "units": "1"}),
+            "diverged": ((), bool(np.isfinite(t_div))),
+            "t_diverged": ((), t_div, {"units": "SGD steps"}),
+            "W": (("row", "col"), W, {"long_name": "final student W (input i, hidden r)"}),
+            "teacher": (("row", "col"), teacher, {"long_name": "teacher W*"}),
+        },
+        coords={"t": ("t", rec.astype(float), {"units": "SGD steps", "samples_per_unit": m})},
+        attrs={**params.attrs(), "steps": steps, "kind": "simulation", "algorithm": "sgd",
+               "tsdyn_version": __version__, "seed_entropy": str(ss.entropy),
+               "seed_spawn_key": str(ss.spawn_key)},
+    )

@@ -1,0 +1,34 @@
+"""The counting argument and the random-guess baselines."""
+
+import numpy as np
+import pytest
+
+from tsdyn import sparse
+
+
+def test_counting_argument_values():
+    # two matrices: 2 N d signs vs 2 m N numbers per mini-batch -> m = d
+    np.testing.assert_array_equal(sparse.counting_m_c("two_matrix", 100, [3, 4, 5]), [3, 4, 5])
+    # one matrix: N d signs vs m numbers -> m = N d
+    assert sparse.counting_m_c("one_matrix", 64, 2) == 128
+
+
+def test_counting_argument_bad_input():
+    with pytest.raises(ValueError, match=r"model must be one of"):
+        sparse.counting_m_c("dense", 10, 2)
+    with pytest.raises(ValueError, match=r"d \(non-zeros per row and column\) must be >= 1"):
+        sparse.counting_m_c("two_matrix", 10, [0, 2])
+
+
+@pytest.mark.parametrize("params, ternary", [
+    (sparse.Params(N=60, d=3, m=2), False),
+    (sparse.Params(N=60, d=2, d_s=4, m=2), True),
+    (sparse.Params(N=60, d=3, m=2, model="one_matrix"), False),
+])
+def test_random_student_hamming_matches_initial_students(params, ternary):
+    """The Hamming distance of the initial (random) student, averaged over 40 seeds,
+    is within 4 binomial standard errors of 1/2 (+-1) or 2/3 ({-1, 0, 1})."""
+    h0 = [sparse.greedy(params, 1, seed=s, n_points=2).hamming.values[0] for s in range(40)]
+    p = sparse.random_student_hamming(ternary)
+    se = np.sqrt(p * (1 - p) / (40 * params.n_weights))
+    assert abs(np.mean(h0) - p) < 4 * se
