@@ -1,0 +1,16 @@
+"""Large batches, information exponents and the time/sample trade-off of one-pass SGD
+(Arnaboldi, Dandi, Krzakala, Loureiro, Pesce & Stephan, ICML 2024).
+
+Hermite expansions (:func:`hermite_coefficients`, :func:`information_exponent`,
+:func:`leap_exponent`), the simulation (:func:`simulate`, :func:`recovery_time`) and
+the theory (:mod:`.theory`) share only :class:`Params`.
+"""
+
+from .hermite import (hermite_coefficients, hermite_coefficients_nd, hermite_he,
+                      information_exponent, leap_exponent)
+from .params import Params
+from .simulate import initial_weights, recovery_point, recovery_time, simulate
+
+__all__ = ["Params", "simulate", "recovery_time", "recovery_point", "initial_weights",
+           "hermite_coefficients", "hermite_coefficients_nd", "hermite_he", "information_exponent",
+           "leap_exponent"]

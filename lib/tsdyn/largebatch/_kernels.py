@@ -1,0 +1,274 @@
+"""Numba kernels of large-batch one-pass SGD: arithmetic only, no checks, no RNG objects.
+
+Two ways of drawing the same step (see :mod:`tsdyn.largebatch.simulate`):
+
+- ``full``: the n_b inputs z in R^d are given (drawn by the caller in chunks); a
+  step costs O(n_b d (p + k)).
+- ``reduced``: only the projections of the inputs on S = span(W, W*) are drawn,
+  and the component of the gradient orthogonal to S is drawn directly from its
+  exact conditional law; a step costs O(n_b (p + k)^2 + d (p + k)^2).
+"""
+
+import math
+
+import numpy as np
+
+from .._jit import njit, njit_reduce
+from .functions import derivative, target, value
+
+SQUARE, CORRELATION = 0, 1
+PROJECTED, SPHERICAL = 0, 1
+
+
+@njit
+def residual_factors(lam, nu, xi_b, act, tgt, loss, sqrt_noise, F):
+    """F_j = r sigma'(lambda_j) / p, minus the gradient of the loss w.r.t. the field lambda_j.
+
+    r = y - f for the square loss (y - f)^2 / 2 and r = y for the correlation loss
+    1 - y f; y = h*(nu) + sqrt(noise) xi. The SGD direction of unit j is F_j z.
+    """
+    p = lam.shape[0]
+    y = target(tgt, nu) + sqrt_noise * xi_b
+    r = y
+    if loss == SQUARE:
+        f = 0.0
+        for j in range(p):
+            f += value(act, lam[j])
+        r = y - f / p
+    for j in range(p):
+        F[j] = r * derivative(act, lam[j]) / p
+
+
+@njit_reduce
+def accumulate_full(W, Wstar, Z, xi, act, tgt, loss, sqrt_noise, G):
+    """G (p, d) += sum over the rows z of Z of F(z) z (Arnaboldi et al., "Setting", g_j)."""
+    p, d = W.shape
+    k = Wstar.shape[0]
+    lam, nu, F = np.empty(p), np.empty(k), np.empty(p)
+    for b in range(Z.shape[0]):
+        z = Z[b]
+        for j in range(p):
+            acc = 0.0
+            for i in range(d):
+                acc += W[j, i] * z[i]
+            lam[j] = acc
+        for r in range(k):
+            acc = 0.0
+            for i in range(d):
+                acc += Wstar[r, i] * z[i]
+            nu[r] = acc
+        residual_factors(lam, nu, xi[b], act, tgt, loss, sqrt_noise, F)
+        for j in range(p):
+            c = F[j]
+            for i in range(d):
+                G[j, i] += c * z[i]
+
+
+@njit_reduce
+def overlap_norm(W, Wstar):
+    """||W W*^T||_F."""
+    total = 0.0
+    for j in range(W.shape[0]):
+        for r in range(Wstar.shape[0]):
+            acc = 0.0
+            for i in range(W.shape[1]):
+                acc += W[j, i] * Wstar[r, i]
+            total += acc * acc
+    return math.sqrt(total)
+
+
+@njit_reduce
+def apply_step(W, G, scale, gamma, algorithm):
+    """w_j <- (w_j + gamma g_j) / ||.||, with g_j = scale * G_j; spherical SGD first removes
+    the radial part, g_j <- g_j - <g_j, w_j> w_j. Returns False if a norm is not finite
+    and positive (the run diverged)."""
+    p, d = W.shape
+    for j in range(p):
+        radial = 0.0
+        if algorithm == SPHERICAL:
+            for i in range(d):
+                radial += G[j, i] * W[j, i]
+            radial *= scale
+        norm2 = 0.0
+        for i in range(d):
+            w = W[j, i] + gamma * (scale * G[j, i] - radial * W[j, i])
+            W[j, i] = w
+            norm2 += w * w
+        if not (norm2 > 0.0 and norm2 < math.inf):
+            return False
+        inv = 1.0 / math.sqrt(norm2)
+        for i in range(d):
+            W[j, i] *= inv
+    return True
+
+
+@njit
+def full_steps(W, Wstar, Z, xi, n_b, act, tgt, loss, algorithm, gamma, sqrt_noise, eta,
+               stop_at_recovery, G):
+    """len(Z) // n_b whole SGD steps in place.
+
+    Returns (steps done, diverged, first recovery): the number of steps after which
+    ||W W*^T||_F first reached ``eta`` in this block, or -1."""
+    n_steps = Z.shape[0] // n_b
+    first = -1
+    for s in range(n_steps):
+        G[:] = 0.0
+        accumulate_full(W, Wstar, Z[s * n_b:(s + 1) * n_b], xi[s * n_b:(s + 1) * n_b], act, tgt,
+                        loss, sqrt_noise, G)
+        if not apply_step(W, G, 1.0 / n_b, gamma, algorithm):
+            return s, True, first
+        if first < 0 and overlap_norm(W, Wstar) >= eta:
+            first = s + 1
+            if stop_at_recovery:
+                return s + 1, False, first
+    return n_steps, False, first
+
+
+@njit_reduce
+def basis(Wstar, W, U, L):
+    """Orthonormal basis U (r, d) of span(W*, W) by Gram-Schmidt (twice, for stability), and
+    the coordinates L (k + p, r) of the rows of [W*; W] in it. Returns r."""
+    k, d = Wstar.shape
+    p = W.shape[0]
+    r = 0
+    L[:] = 0.0
+    for a in range(k + p):
+        v = Wstar[a] if a < k else W[a - k]
+        u = v.copy()
+        for _ in range(2):
+            for b in range(r):
+                c = 0.0
+                for i in range(d):
+                    c += U[b, i] * u[i]
+                for i in range(d):
+                    u[i] -= c * U[b, i]
+        norm = 0.0
+        for i in range(d):
+            norm += u[i] * u[i]
+        norm = math.sqrt(norm)
+        if norm > 1e-10:
+            for i in range(d):
+                U[r, i] = u[i] / norm
+            r += 1
+        for b in range(r):
+            c = 0.0
+            for i in range(d):
+                c += U[b, i] * v[i]
+            L[a, b] = c
+    return r
+
+
+@njit
+def _cholesky_psd(C, out):
+    """Lower-triangular out with out out^T = C for a positive semi-definite C (zero pivots kept)."""
+    n = C.shape[0]
+    out[:] = 0.0
+    for j in range(n):
+        s = C[j, j]
+        for m in range(j):
+            s -= out[j, m] * out[j, m]
+        if s <= 1e-300:
+            continue
+        out[j, j] = math.sqrt(s)
+        for i in range(j + 1, n):
+            t = C[i, j]
+            for m in range(j):
+                t -= out[i, m] * out[j, m]
+            out[i, j] = t / out[j, j]
+
+
+@njit_reduce
+def accumulate_reduced(Wstar, W, L, r, zeta, xi, act, tgt, loss, sqrt_noise, Gpar, C):
+    """Gpar (p, k + p) += sum_b F^b zeta^b and C (p, p) += sum_b F^b F^b^T over the rows of zeta,
+    the coordinates of the inputs in the basis of S (see :func:`reduced_steps`)."""
+    p = W.shape[0]
+    k = Wstar.shape[0]
+    lam, nu, F = np.empty(p), np.empty(k), np.empty(p)
+    for b in range(zeta.shape[0]):
+        z = zeta[b]
+        for a in range(k):
+            acc = 0.0
+            for c in range(r):
+                acc += L[a, c] * z[c]
+            nu[a] = acc
+        for j in range(p):
+            acc = 0.0
+            for c in range(r):
+                acc += L[k + j, c] * z[c]
+            lam[j] = acc
+        residual_factors(lam, nu, xi[b], act, tgt, loss, sqrt_noise, F)
+        for j in range(p):
+            for c in range(r):
+                Gpar[j, c] += F[j] * z[c]
+            for m in range(p):
+                C[j, m] += F[j] * F[m]
+
+
+@njit_reduce
+def assemble_reduced(U, r, Gpar, C, Xi, G):
+    """G (p, d) = Gpar U + chol(C) Xi_perp: the batch sum of F z, drawn in law (Xi: (p, d))."""
+    p, d = G.shape
+    chol = np.empty((p, p))
+    _cholesky_psd(C, chol)
+    proj = np.empty(r)
+    G[:] = 0.0
+    for j in range(p):
+        for c in range(r):
+            g = Gpar[j, c]
+            for i in range(d):
+                G[j, i] += g * U[c, i]
+    for m in range(p):
+        x = Xi[m]
+        for c in range(r):  # projection of x on S, removed below
+            acc = 0.0
+            for i in range(d):
+                acc += U[c, i] * x[i]
+            proj[c] = acc
+        for j in range(m, p):
+            lc = chol[j, m]
+            if lc == 0.0:
+                continue
+            for i in range(d):
+                G[j, i] += lc * x[i]
+            for c in range(r):
+                q = lc * proj[c]
+                for i in range(d):
+                    G[j, i] -= q * U[c, i]
+
+
+@njit
+def reduced_steps(W, Wstar, zeta, xi, Xi, n_b, act, tgt, loss, algorithm, gamma, sqrt_noise, eta,
+                  stop_at_recovery, G):
+    """len(zeta) // n_b SGD steps in place, drawing each step's gradient in law.
+
+    For the current S = span(W*, W) with orthonormal basis U (r rows), an input is
+    z = U^T zeta + z_perp with zeta ~ N(0, I_r) and z_perp independent of it. The
+    fields, hence the factors F_j, depend on zeta only, and given the batch's zetas
+    sum_b F_j^b z_perp^b is Gaussian in the complement of S with covariance
+    C_jl = sum_b F_j^b F_l^b. So the step's sum_b F^b z^b equals in law
+    (sum_b F^b zeta^b) U + chol(C) Xi_perp, with Xi (p, d) standard normal projected
+    on the complement. zeta: (steps * n_b, k + p) normals (columns beyond r unused);
+    Xi: (steps * p, d) normals. Returns as :func:`full_steps`.
+    """
+    p, d = W.shape
+    k = Wstar.shape[0]
+    n_steps = zeta.shape[0] // n_b
+    U = np.empty((k + p, d))
+    L = np.empty((k + p, k + p))
+    Gpar = np.empty((p, k + p))
+    C = np.empty((p, p))
+    first = -1
+    for s in range(n_steps):
+        r = basis(Wstar, W, U, L)
+        Gpar[:] = 0.0
+        C[:] = 0.0
+        accumulate_reduced(Wstar, W, L, r, zeta[s * n_b:(s + 1) * n_b], xi[s * n_b:(s + 1) * n_b],
+                           act, tgt, loss, sqrt_noise, Gpar, C)
+        assemble_reduced(U, r, Gpar, C, Xi[s * p:(s + 1) * p], G)
+        if not apply_step(W, G, 1.0 / n_b, gamma, algorithm):
+            return s, True, first
+        if first < 0 and overlap_norm(W, Wstar) >= eta:
+            first = s + 1
+            if stop_at_recovery:
+                return s + 1, False, first
+    return n_steps, False, first

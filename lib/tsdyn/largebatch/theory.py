@@ -1,0 +1,385 @@
+"""Low-dimensional dynamics of the overlaps and the exponents of the weak-recovery time.
+
+The state is Omega = [[Q, M], [M^T, P]] with Q = W W^T (p, p), M = W W*^T (p, k) and
+P = W* W*^T = I_k (Arnaboldi et al. 2024, "Exact low-dimensional asymptotic
+dynamics"). The fields u = (lambda, nu) = (W z, W* z) of an input are N(0, Omega).
+
+**One step in expectation (derived in the chapter).** Write Omega = L L^T with
+L (p + k, r) and u = L zeta, zeta ~ N(0, I_r) the input's coordinates in
+S = span(W, W*). The SGD direction of unit j is G_j = (1/n_b) sum_nu F_j^nu z^nu with
+F_j = r sigma'(lambda_j) / p (r = y - f, or y for the correlation loss). Its part in
+S has mean E[F_j zeta] (coordinates), so <G_j, w*_s> and <G_j, w_i> have means
+E[F_j nu_s] and E[F_j lambda_i]. Its squared norms add the d - r directions outside
+S, where each sample contributes F^2 per direction:
+
+    E<G_i, G_j> = (1/n_b) (E[F_i F_j |zeta|^2] + (d - r) E[F_i F_j])
+                  + (1 - 1/n_b) E[F_i zeta] . E[F_j zeta].
+
+The first term is the noise: gamma^2 times it is gamma^2 d / n_b E[F_i F_j] to leading
+order. For the projected algorithm w_j' = w_j + gamma G_j, then
+
+    M_js <- (M_js + gamma E[F_j nu_s]) / n_j,
+    Q_ij <- (Q_ij + gamma (E[F_j lambda_i] + E[F_i lambda_j]) + gamma^2 E<G_i, G_j>) / (n_i n_j),
+
+with n_j^2 the numerator of Q_jj; spherical SGD removes beta_j = <G_j, w_j> w_j
+from G_j first (formulas in :func:`step_map`). Replacing the ratio of random
+quantities by the ratio of their means is exact as d -> infinity; the error is of
+relative order gamma^2 / n_b (the fluctuation of one step), a finite-d correction
+we do not keep. ``finite_d=False`` drops the other finite-size terms as well:
+(d - r) -> d, the intra-batch factor (1 - 1/n_b) -> 1, and E[F F |zeta|^2] / n_b.
+
+Gaussian averages are tensor Gauss-Hermite quadratures over zeta (exact for the
+polynomial activations and targets; ~1e-4 for ReLU-like kinks at the default
+node counts). Nothing here draws random numbers or calls the simulation.
+"""
+
+
+import numpy as np
+import xarray as xr
+from scipy.integrate import solve_ivp
+
+from .. import __version__, _validate
+from . import functions
+from .params import Params
+
+_NODES = {1: 120, 2: 48, 3: 20, 4: 10}
+
+
+def _quadrature(r, n=None):
+    n = n or _NODES[r]
+    x, w = np.polynomial.hermite_e.hermegauss(n)
+    w = w / w.sum()
+    grids = np.meshgrid(*([x] * r), indexing="ij")
+    zeta = np.stack([g.ravel() for g in grids], axis=1)
+    weight = np.ones(n ** r)
+    for g in np.meshgrid(*([w] * r), indexing="ij"):
+        weight = weight * g.ravel()
+    return zeta, weight
+
+
+_CACHE = {}
+
+
+def _nodes(r, n):
+    key = (r, n)
+    if key not in _CACHE:
+        _CACHE[key] = _quadrature(r, n)
+    return _CACHE[key]
+
+
+def covariance(M, Q, k):
+    """Omega = [[Q, M], [M^T, I_k]] (fields ordered lambda_1..p, nu_1..k)."""
+    p = Q.shape[0]
+    Om = np.empty((p + k, p + k))
+    Om[:p, :p], Om[:p, p:], Om[p:, :p], Om[p:, p:] = Q, M, M.T, np.eye(k)
+    return Om
+
+
+def _factor(Om):
+    """L with L L^T = Omega, dropping null directions (rank r <= p + k)."""
+    e, V = np.linalg.eigh(Om)
+    keep = e > 1e-12 * max(e.max(), 1.0)
+    return V[:, keep] * np.sqrt(e[keep])
+
+
+def moments(params, M, Q, n_nodes=None):
+    """Gaussian averages of one sample that the step map needs, at overlaps (M, Q).
+
+    Returns a dict with ``r`` (rank of Omega) and
+    F_lam[i, a] = E[F_i lambda_a], F_nu[i, s] = E[F_i nu_s], F_zeta (p, r) = E[F_i zeta],
+    FF[i, j] = E[F_i F_j], FF_z2[i, j] = E[F_i F_j |zeta|^2],
+    FlFl[i, a, j, b] = E[F_i lambda_a F_j lambda_b] (for spherical SGD).
+    Label noise Delta enters F only through r -> r + sqrt(Delta) xi, so it adds
+    Delta E[sigma'_i sigma'_j ...] / p^2 to the second moments.
+    """
+    p, k = params.p, params.k
+    L = _factor(covariance(M, Q, k))
+    r = L.shape[1]
+    zeta, w = _nodes(r, n_nodes or _NODES[r])
+    u = zeta @ L.T
+    lam, nu = u[:, :p], u[:, p:]
+    act, tgt = params.activation_code, params.target_code
+    y = functions.numpy_target(tgt, nu)
+    if params.loss == "square":
+        y = y - functions.numpy_value(act, lam).mean(axis=1)
+    ds = functions.numpy_derivative(act, lam) / p  # sigma'(lambda_j) / p
+    F = y[:, None] * ds
+    z2 = np.sum(zeta ** 2, axis=1)
+    wF = w[:, None] * F
+    second = F[:, :, None] * F[:, None, :] + params.noise * ds[:, :, None] * ds[:, None, :]
+    FL = F[:, :, None] * lam[:, None, :]  # (N, i, a)
+    FlFl = np.einsum("n,nia,njb->iajb", w, FL, FL)
+    if params.noise:
+        DL = ds[:, :, None] * lam[:, None, :]
+        FlFl += params.noise * np.einsum("n,nia,njb->iajb", w, DL, DL)
+    # Per-unit moments of the fluctuation of the normalisation (projected SGD; used by
+    # step_map's finite-d correction). With F = (r0 + sqrt(Delta) xi) s:
+    r0, D = y[:, None], params.noise
+    F2 = (r0 ** 2 + D) * ds ** 2
+    F4 = (r0 ** 4 + 6 * D * r0 ** 2 + 3 * D * D) * ds ** 4
+    F3 = (r0 ** 3 + 3 * D * r0) * ds ** 3
+    own = lam  # lambda_j for unit j
+    return {
+        "jensen": {
+            "X2": w @ (F2 * own ** 2),  # E[(F_j lambda_j)^2]
+            "F4": w @ F4, "F2": w @ F2,
+            "XF2": w @ (F3 * own),  # E[F_j lambda_j F_j^2]
+            "AX": np.einsum("n,nj,ns->js", w, F2 * own, nu),  # E[F_j nu_s F_j lambda_j]
+            "AF2": np.einsum("n,nj,ns->js", w, F3, nu),  # E[F_j nu_s F_j^2]
+        },
+        "r": r,
+        "F_lam": wF.T @ lam, "F_nu": wF.T @ nu, "F_zeta": wF.T @ zeta,
+        "FF": np.einsum("n,nij->ij", w, second), "FF_z2": np.einsum("n,nij->ij", w * z2, second),
+        "FlFl": FlFl,
+    }
+
+
+def step_map(params, M, Q, *, finite_d=True, n_nodes=None):
+    """Expected overlaps after one SGD step, (M', Q') (module docstring; derived in the chapter).
+
+    Parameters
+    ----------
+    params : Params
+    M : ndarray, shape (p, k)
+    Q : ndarray, shape (p, p)
+        Unit diagonal (the algorithms keep every w_j on the sphere).
+    finite_d : bool
+        Keep the finite-d and intra-batch terms (True) or take d -> infinity at
+        fixed gamma^2 d / n_b (False).
+    """
+    g, d, nb = params.gamma, params.d, params.n_b
+    m = moments(params, M, Q, n_nodes)
+    A, B = m["F_nu"], m["F_lam"]  # A[j, s] = E[F_j nu_s], B[j, i] = E[F_j lambda_i]
+    gg = m["F_zeta"] @ m["F_zeta"].T
+    if finite_d:
+        S = (m["FF_z2"] + (d - m["r"]) * m["FF"]) / nb + (1.0 - 1.0 / nb) * gg
+        pair = lambda both, a, b: both / nb + (1.0 - 1.0 / nb) * a * b  # E[mean X mean Y]
+    else:
+        S = d * m["FF"] / nb + gg
+        pair = lambda both, a, b: a * b
+    if params.algorithm == "projected":
+        Mn = M + g * A
+        Qn = Q + g * (B + B.T) + g * g * S
+        if finite_d:
+            Mn = Mn * _jensen_factor(m, A, B, Qn, Mn, g, d, nb)
+    else:  # spherical: G_j -> G_j - beta_j w_j, beta_j = <G_j, w_j>
+        p = Q.shape[0]
+        beta = np.diag(B)  # E[beta_j]
+        Mn = M + g * (A - beta[:, None] * M)
+        Qn = np.empty_like(Q)
+        FlFl = m["FlFl"]
+        for i in range(p):
+            for j in range(p):
+                # E[beta_j <G_i, w_j>], E[beta_i <G_j, w_i>], E[beta_i beta_j]
+                bj_Giwj = pair(FlFl[j, j, i, j], B[j, j], B[i, j])
+                bi_Gjwi = pair(FlFl[i, i, j, i], B[i, i], B[j, i])
+                bi_bj = pair(FlFl[i, i, j, j], B[i, i], B[j, j])
+                first = B[j, i] + B[i, j] - (beta[i] + beta[j]) * Q[i, j]
+                Qn[i, j] = Q[i, j] + g * first + g * g * (S[i, j] - bj_Giwj - bi_Gjwi + bi_bj * Q[i, j])
+    norms = np.sqrt(np.diag(Qn))
+    return Mn / norms[:, None], Qn / np.outer(norms, norms)
+
+
+def _jensen_factor(m, A, B, Qn, Mn, g, d, nb):
+    """Finite-batch correction of E[(M + gamma a) / sqrt(q)] for projected SGD, (p, k) factors.
+
+    q_j = |w_j + gamma G_j|^2 = 1 + 2 gamma beta_j + gamma^2 |G_j|^2 fluctuates from batch to
+    batch (beta_j = mean of F_j lambda_j; the part of |G_j|^2 outside S is
+    sum_nu F_j^2 chi^2_(d-r) / n_b^2 exactly), and to second order
+
+        E[num / sqrt(q)] = E[num] / sqrt(E q) (1 + 3/8 Var q / (E q)^2) - Cov(num, q) / (2 (E q)^(3/2)).
+
+    Both terms are of relative order gamma^2 / n_b per step; they shift, e.g., the
+    stationary overlap by O(1/d) when n_b ~ d. Fluctuations of the part of |G|^2 in S
+    (r directions, against d - r outside) are neglected.
+    """
+    J = m["jensen"]
+    Dp = d - m["r"]
+    Eq = np.diag(Qn)
+    varX = J["X2"] - np.diag(B) ** 2
+    varF2 = J["F4"] - J["F2"] ** 2
+    covXF2 = J["XF2"] - np.diag(B) * J["F2"]
+    ES2sq = nb * J["F4"] + nb * (nb - 1) * J["F2"] ** 2
+    varG2 = (ES2sq * Dp * (Dp + 2) - (nb * J["F2"] * Dp) ** 2) / nb ** 4
+    var_q = 4 * g * g * varX / nb + 4 * g ** 3 * Dp * covXF2 / nb ** 2 + g ** 4 * varG2
+    covAX = J["AX"] - A * np.diag(B)[:, None]
+    covAF2 = J["AF2"] - A * J["F2"][:, None]
+    cov_num_q = 2 * g * g * covAX / nb + g ** 3 * Dp * covAF2 / nb ** 2
+    factor = 1 + 3 / 8 * var_q / Eq ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shift = np.where(Mn != 0, cov_num_q / (2 * Eq[:, None] * Mn), 0.0)
+    return factor[:, None] - shift
+
+
+def _check_state(params, M0, Q0):
+    p, k = params.p, params.k
+    M0 = np.asarray(M0, float).reshape(p, k) if np.ndim(M0) else np.full((p, k), float(M0))
+    Q0 = np.eye(p) if Q0 is None else np.asarray(Q0, float)
+    if Q0.shape != (p, p) or not np.allclose(np.diag(Q0), 1.0, atol=1e-9):
+        raise ValueError(f"Q0 must be a ({p}, {p}) matrix with unit diagonal (unit-norm students)")
+    if np.linalg.eigvalsh(covariance(M0, Q0, k)).min() < -1e-9:
+        raise ValueError("[[Q0, M0], [M0^T, I]] must be positive semi-definite (a Gram matrix)")
+    return M0, Q0
+
+
+def initial_state(params, init=None, M0=None, Q0=None):
+    """(M0, Q0) from a simulation's first record, from arguments, or from params.m0."""
+    if init is not None:
+        return _check_state(params, init.M.values[0], init.Q.values[0])
+    if M0 is None:
+        if params.m0 is None:
+            raise ValueError("give M0 (or init=, or Params.m0): the theory starts from given overlaps")
+        M0 = np.zeros((params.p, params.k))
+        M0[np.arange(params.p), np.arange(params.p) % params.k] = params.m0
+    return _check_state(params, M0, Q0)
+
+
+def dynamics(params, steps, *, M0=None, Q0=None, init=None, n_points=100, spacing="linear",
+             finite_d=True, method="recursion", n_nodes=None, rtol=1e-8):
+    """The overlaps' deterministic dynamics for ``steps`` SGD steps.
+
+    ``method="recursion"`` iterates :func:`step_map` step by step (the exact
+    low-dimensional recursion, also valid for O(1) steps such as giant steps);
+    ``method="ode"`` integrates dOmega/dt = step_map(Omega) - Omega with scipy's
+    solve_ivp (LSODA, tolerance ``rtol``), the continuous-time limit in which one
+    step moves the overlaps by o(1), which is far cheaper for long runs.
+
+    Returns
+    -------
+    xarray.Dataset
+        Same layout as :func:`tsdyn.largebatch.simulate`: ``M``, ``Q``, ``overlap``,
+        ``t_recovery`` (first step with ||M||_F >= eta; for the ODE, interpolated),
+        ``recovered``; time in SGD steps.
+    """
+    if not isinstance(params, Params):
+        raise ValueError(f"params must be a largebatch.Params; got {type(params).__name__}")
+    _validate.integer("steps", steps, low=1, doc="number of SGD steps")
+    M, Q = initial_state(params, init, M0, Q0)
+    if init is not None:
+        record = init.t.values.astype(np.int64)
+    elif spacing == "log":
+        record = np.unique(np.round(np.concatenate([[0], np.geomspace(1, steps, n_points - 1)])).astype(np.int64))
+    else:
+        record = np.unique(np.round(np.linspace(0, steps, n_points)).astype(np.int64))
+    p, k = params.p, params.k
+    Ms = np.full((len(record), p, k), np.nan)
+    Qs = np.full((len(record), p, p), np.nan)
+    t_rec = np.inf
+    if method == "recursion":
+        step = 0
+        for i, target in enumerate(record):
+            while step < target:
+                M, Q = step_map(params, M, Q, finite_d=finite_d, n_nodes=n_nodes)
+                step += 1
+                if np.isinf(t_rec) and np.linalg.norm(M) >= params.eta:
+                    t_rec = float(step)
+            Ms[i], Qs[i] = M, Q
+    elif method == "ode":
+        iu = np.triu_indices(p, 1)
+
+        def unpack(y):
+            Mv = y[:p * k].reshape(p, k)
+            Qv = np.eye(p)
+            Qv[iu] = y[p * k:]
+            Qv[iu[1], iu[0]] = y[p * k:]
+            return Mv, Qv
+
+        def rhs(t, y):
+            Mv, Qv = unpack(y)
+            Mn, Qn = step_map(params, Mv, Qv, finite_d=finite_d, n_nodes=n_nodes)
+            return np.concatenate([(Mn - Mv).ravel(), (Qn - Qv)[iu]])
+
+        def hit(t, y):
+            return np.linalg.norm(y[:p * k]) - params.eta
+        hit.terminal = False
+        hit.direction = 1
+        y0 = np.concatenate([M.ravel(), Q[iu]])
+        sol = solve_ivp(rhs, (0.0, float(record[-1])), y0, method="LSODA", t_eval=record.astype(float),
+                        rtol=rtol, atol=rtol * 1e-3, events=hit)
+        if not sol.success:
+            raise RuntimeError(f"ODE integration failed: {sol.message}")
+        for i in range(sol.y.shape[1]):
+            Ms[i], Qs[i] = unpack(sol.y[:, i])
+        if len(sol.t_events[0]):
+            t_rec = float(sol.t_events[0][0])
+    else:
+        raise ValueError(f"method must be 'recursion' or 'ode'; got {method!r}")
+    return xr.Dataset(
+        {
+            "M": (("t", "j", "r"), Ms, {"long_name": "student-teacher overlaps <w_j, w*_r>"}),
+            "Q": (("t", "j", "j2"), Qs, {"long_name": "student-student overlaps <w_j, w_l>"}),
+            "overlap": (("t",), np.sqrt(np.sum(Ms ** 2, axis=(1, 2))), {"long_name": "||W W*^T||_F"}),
+            "t_recovery": ((), t_rec, {"units": "SGD steps"}),
+            "recovered": ((), bool(np.isfinite(t_rec))),
+        },
+        coords={"t": ("t", record.astype(float), {"units": "SGD steps", "samples_per_step": params.n_b}),
+                "j": np.arange(p), "j2": np.arange(p), "r": np.arange(k)},
+        attrs={**params.attrs(), "kind": f"theory ({method}, {'finite d' if finite_d else 'd -> inf'})",
+               "tsdyn_version": __version__},
+    )
+
+
+def recovery_time(params, *, m0=None, max_steps=10 ** 9, finite_d=True):
+    """Weak-recovery time of the deterministic dynamics started at overlap m0 (default d^-1/2),
+    integrated as an ODE; inf if ||M||_F never reaches eta within ``max_steps``.
+
+    Single-index, single-unit case (p = k = 1): the typical initial overlap of a
+    random unit vector is d^-1/2, which this uses in place of the random start.
+    """
+    if params.p != 1 or params.k != 1:
+        raise ValueError("recovery_time (theory) is for p = k = 1")
+    m0 = params.d ** -0.5 if m0 is None else m0
+    ds = dynamics(params, int(max_steps), M0=np.array([[m0]]), method="ode", n_points=2,
+                  finite_d=finite_d)
+    return float(ds.t_recovery)
+
+
+def linear_rate(params, *, finite_d=True, eps=1e-6):
+    """Growth factor per step of a small overlap, (m'/m) - 1 at m = eps (p = k = 1).
+
+    For information exponent 2 this is gamma (2 c_2 c_2^sigma - gamma (d/n_b) E[F^2] / 2 + ...):
+    learning needs it positive, which bounds gamma d / n_b (the noise boundary).
+    """
+    M, _ = step_map(params, np.array([[eps]]), np.eye(1), finite_d=finite_d)
+    return float(M[0, 0] / eps - 1.0)
+
+
+# --------------------------------------------------------------------------- exponents
+
+
+def _check_ell_mu(ell, mu):
+    _validate.integer("ell", ell, low=1, doc="information exponent")
+    _validate.real("mu", mu, low=0.0, doc="batch-size exponent")
+
+
+def delta_noise(ell, mu):
+    """Smallest learning-rate exponent at which the drift beats the noise at m ~ d^-1/2.
+
+    The drift of m is gamma c m^(ell-1), the noise's pull back is gamma^2 (d/n_b) C m;
+    at m = d^-1/2 the first wins iff gamma d / n_b <~ d^-(ell-2)/2, i.e.
+    delta >= ell/2 - mu (chapter, "phase diagram").
+    """
+    _check_ell_mu(ell, mu)
+    return ell / 2 - mu
+
+
+def theta(ell, mu, variant="projected"):
+    """Exponent of the weak-recovery time T ~ d^theta (up to log d) at the best learning rate.
+
+    With gamma = gamma0 d^-delta the drift alone gives T ~ d^(delta + (ell - 2)/2)
+    (ell >= 3; ell = 2 adds a log d). Projected SGD must keep delta >= 0 (a step
+    of O(1) would not stay local), so theta = max(ell - 1 - mu, ell/2 - 1). The
+    correlation loss and spherical SGD allow delta < 0 down to T = O(1):
+    theta = max(ell - 1 - mu, 0).
+    """
+    _check_ell_mu(ell, mu)
+    if variant == "projected":
+        return max(ell - 1 - mu, ell / 2 - 1)
+    if variant in ("correlation", "spherical"):
+        return max(ell - 1 - mu, 0.0)
+    raise ValueError(f"variant must be 'projected', 'correlation' or 'spherical'; got {variant!r}")
+
+
+def best_delta(ell, mu, variant="projected"):
+    """The learning-rate exponent delta that achieves :func:`theta`."""
+    return theta(ell, mu, variant) - (ell - 2) / 2

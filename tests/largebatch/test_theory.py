@@ -1,0 +1,122 @@
+"""The low-dimensional dynamics: Gaussian averages in closed form, and against SGD at finite d."""
+
+import numpy as np
+import pytest
+
+from tsdyn import largebatch as lb
+from tsdyn.largebatch import theory
+
+
+def test_moments_at_zero_overlap_in_closed_form():
+    """He2 student, He2 target, square loss, m = 0 (lambda, nu independent), with
+    F = (y - f) sqrt(2) lambda, y = He2(nu)/sqrt2, f = He2(lambda)/sqrt2:
+    E[F lambda] = -E[(lambda^2 - 1) lambda^2] = -2, E[F nu] = 0,
+    E[F^2] = 2 E[y^2] + E[(lambda^2 - 1)^2 lambda^2] = 2 + 10 = 12,
+    E[F^2 (lambda^2 + nu^2)] = 96 (expanding the Gaussian moments by hand)."""
+    p = lb.Params(d=200, mu=0.5, gamma0=0.3, target="he2", activation="he2")
+    m = theory.moments(p, np.zeros((1, 1)), np.eye(1))
+    assert m["r"] == 2
+    np.testing.assert_allclose([m["F_lam"][0, 0], m["F_nu"][0, 0], m["FF"][0, 0], m["FF_z2"][0, 0]],
+                               [-2.0, 0.0, 12.0, 96.0], atol=1e-10)  # quadrature exact for polynomials
+    # the d -> infinity map: m' = m / sqrt(1 - 4 gamma + gamma^2 (12 d / n_b + 4))
+    eps, g = 1e-4, p.gamma
+    M, Q = theory.step_map(p, np.array([[eps]]), np.eye(1), finite_d=False)
+    expected = eps / np.sqrt(1 - 4 * g + g * g * (12 * p.d / p.n_b + 4))
+    assert abs(M[0, 0] / expected - 1) < 1e-6  # O(eps^2) terms of the map
+    assert Q[0, 0] == pytest.approx(1.0, abs=1e-14)
+
+
+@pytest.mark.parametrize("loss", ["square", "correlation"])
+def test_moments_against_monte_carlo(loss):
+    """At M = [[0.6], [0.2]], Q12 = 0.3 (p = 2, ReLU student, He3 target, label noise):
+    quadrature vs 4e5 Monte Carlo samples, within 5 standard errors (+1e-4 for the
+    quadrature's error at the ReLU kink)."""
+    p = lb.Params(d=100, p=2, target="he3", activation="relu", loss=loss, noise=0.3)
+    M, Q = np.array([[0.6], [0.2]]), np.array([[1.0, 0.3], [0.3, 1.0]])
+    mom = theory.moments(p, M, Q)
+    rng = np.random.default_rng(0)
+    Om = theory.covariance(M, Q, 1)
+    u = rng.multivariate_normal(np.zeros(3), Om, size=400_000)
+    lam, nu = u[:, :2], u[:, 2]
+    y = (nu ** 3 - 3 * nu) / np.sqrt(6) + np.sqrt(0.3) * rng.standard_normal(len(nu))
+    r = y - np.maximum(lam, 0).mean(1) if loss == "square" else y
+    F = r[:, None] * (lam > 0) / 2
+    for name, samples in [("F_nu", F * nu[:, None]), ("F_lam00", F[:, :1] * lam[:, :1]),
+                          ("F_lam10", F[:, 1:] * lam[:, :1]), ("FF01", F[:, :1] * F[:, 1:]),
+                          ("FF11", F[:, 1:] ** 2)]:
+        value = {"F_nu": mom["F_nu"][:, 0], "F_lam00": mom["F_lam"][0, 0], "F_lam10": mom["F_lam"][1, 0],
+                 "FF01": mom["FF"][0, 1], "FF11": mom["FF"][1, 1]}[name]
+        mc = samples.mean(0).ravel()
+        se = samples.std(0).ravel() / np.sqrt(len(samples))
+        assert np.all(np.abs(np.ravel(value) - mc) < 5 * se + 1e-4), (name, value, mc, se)
+
+
+CASES = {
+    # l = 2 on the learning side of the noise boundary: gamma d / n_b = 0.1 < 1/3
+    "projected, square loss, mu=delta=1/2": dict(d=512, mu=0.5, delta=0.5, gamma0=0.1, steps=600),
+    # large batch, O(1) learning rate: relaxes to m = 1 in a few tens of steps
+    "projected, square loss, mu=1, delta=0": dict(d=256, mu=1.0, delta=0.0, gamma0=0.15, steps=40),
+    # correlation loss: stationary overlap set by the noise
+    "correlation loss, mu=1, delta=0": dict(d=256, mu=1.0, delta=0.0, gamma0=0.2, loss="correlation",
+                                            steps=40),
+    "spherical, mu=1, delta=0": dict(d=256, mu=1.0, delta=0.0, gamma0=0.3, algorithm="spherical",
+                                     steps=40),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_recursion_is_the_mean_of_sgd(name):
+    """Mean overlap of 32 SGD runs (full sampler) against the recursion from the same
+    start, at every recorded step: within 4 standard errors (Bonferroni over ~10 times
+    at a ~1e-3 false-alarm rate) plus 1/d, the order of the fluctuation terms of
+    E[g(m)] - g(E m) that the recursion drops (Var m accumulates to O(1/d) over
+    the ~1/(gamma rate) steps of memory of the dynamics)."""
+    kw = dict(CASES[name])
+    steps = kw.pop("steps")
+    p = lb.Params(target="he2", activation="he2", m0=0.2, **kw)
+    runs = [lb.simulate(p, steps, seed=s, n_points=11) for s in range(32)]
+    m = np.array([r.M.values[:, 0, 0] for r in runs])
+    mean, se = m.mean(0), m.std(0, ddof=1) / np.sqrt(len(m))
+    th = theory.dynamics(p, steps, init=runs[0]).M.values[:, 0, 0]
+    assert np.all(np.abs(mean - th) <= 4 * se + 1.0 / p.d), np.max(np.abs(mean - th) - 4 * se)
+    assert th[-1] > 0.5  # it learns (the test is not about a run that stays at zero)
+
+
+def test_ode_limit_agrees_with_the_recursion_for_small_steps():
+    """gamma = 0.1 / sqrt(512): one step moves m by ~1e-3, so the ODE and the recursion
+    differ by O(step) ~ 1e-3 along the whole curve."""
+    p = lb.Params(d=512, mu=0.5, delta=0.5, gamma0=0.1, target="he2", activation="he2", m0=0.2)
+    rec = theory.dynamics(p, 600, n_points=7)
+    ode = theory.dynamics(p, 600, n_points=7, method="ode")
+    np.testing.assert_allclose(ode.M.values, rec.M.values, atol=3e-3)
+
+
+def test_noise_boundary_from_the_linear_rate():
+    """l = 2 on delta = 1 - mu (gamma d / n_b = gamma0 / n0 fixed): the small-overlap
+    growth rate changes sign at gamma0 / n0 ~ 2 E[...] / E[F^2] = 1/3 in the d -> inf map
+    (rate ~ gamma (2 - 6 gamma d / n_b) from the closed-form moments above)."""
+    rates = [theory.linear_rate(lb.Params(d=4096, mu=0.5, delta=0.5, gamma0=g0, target="he2",
+                                          activation="he2"), finite_d=False) for g0 in (0.3, 0.36)]
+    assert rates[0] > 0 > rates[1]
+
+
+def test_exponents():
+    assert theory.theta(2, 0.0) == 1 and theory.theta(2, 1.0) == 0 and theory.theta(2, 2.0) == 0
+    assert theory.theta(3, 0.0) == 2 and theory.theta(3, 1.5) == 0.5 and theory.theta(3, 2.5) == 0.5
+    assert theory.theta(3, 2.0, "correlation") == 0 and theory.theta(4, 1.0, "spherical") == 2
+    assert theory.best_delta(3, 1.5) == 0 and theory.best_delta(3, 2.0, "correlation") == -0.5
+    assert theory.delta_noise(3, 1.0) == 0.5
+    with pytest.raises(ValueError, match="variant must be"):
+        theory.theta(2, 0.5, "adam")
+    with pytest.raises(ValueError, match=r"ell \(information exponent\) must be an integer >= 1"):
+        theory.theta(0, 0.5)
+
+
+def test_bad_initial_state():
+    p = lb.Params(d=64, p=2)
+    with pytest.raises(ValueError, match="unit diagonal"):
+        theory.dynamics(p, 5, M0=np.zeros((2, 1)), Q0=2 * np.eye(2))
+    with pytest.raises(ValueError, match="positive semi-definite"):
+        theory.dynamics(p, 5, M0=np.full((2, 1), 0.9), Q0=np.array([[1, -0.9], [-0.9, 1]]))
+    with pytest.raises(ValueError, match="give M0"):
+        theory.dynamics(p, 5)
