@@ -6,7 +6,37 @@ PRE 111, 015303 (2025). Simulation (:func:`train_ensemble`) and theory
 phase boundaries) share only :class:`Params`.
 """
 
+from .analysis import crossing, lambda_bar, spacing_coefficients, summary, unfolded_spacings
+from .experiments import linear_scaling, phase_diagram, phase_point
 from .params import PAPER_LAYERS, Params
 from .simulate import initial_features, networks, record_steps, train_ensemble
+from .theory import (
+    SIGMA_C2,
+    convergence_lhs,
+    converged,
+    feature_density,
+    feature_density_mixture,
+    feature_peaks,
+    feature_potential,
+    first_layer_q,
+    initial_spacing_bound,
+    jamming_boundary,
+    level_spacing_sde,
+    level_spacing_stationary,
+    marchenko_pastur,
+    marchenko_pastur_cdf,
+    marchenko_pastur_edges,
+    sigma_z2,
+    wigner_cdf,
+    wigner_surmise,
+)
 
-__all__ = ["Params", "PAPER_LAYERS", "train_ensemble", "networks", "initial_features", "record_steps"]
+__all__ = [
+    "Params", "PAPER_LAYERS", "train_ensemble", "networks", "initial_features", "record_steps",
+    "lambda_bar", "spacing_coefficients", "summary", "unfolded_spacings", "crossing",
+    "phase_point", "phase_diagram", "linear_scaling",
+    "marchenko_pastur", "marchenko_pastur_edges", "marchenko_pastur_cdf", "initial_spacing_bound",
+    "feature_density", "feature_density_mixture", "feature_potential", "feature_peaks", "SIGMA_C2",
+    "first_layer_q", "sigma_z2", "jamming_boundary", "level_spacing_sde", "level_spacing_stationary",
+    "convergence_lhs", "converged", "wigner_surmise", "wigner_cdf",
+]

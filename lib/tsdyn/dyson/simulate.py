@@ -84,7 +84,8 @@ def record_steps(steps, n_points, spacing="log"):
     return np.unique(np.round(grid).astype(np.int64))
 
 
-def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log", moment_samples=None):
+def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log", moment_samples=None,
+                   moments="all"):
     """Train an ensemble of students in lockstep and record the paper's observables.
 
     All models advance together in one numba kernel call per block of steps
@@ -108,6 +109,9 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
     moment_samples : int or None
         Number of training samples (the first ones) over which the gradient moments
         K, V (eq. 4.4) and the full-batch gradient are measured; None: all n_train.
+    moments : {"all", "ends"}
+        Measure ``grad_norm``, ``K`` and ``V`` at every recording time, or only at the
+        first and last (cheaper, for sweeps); NaN elsewhere.
 
     Returns
     -------
@@ -139,6 +143,8 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
         moment_samples = params.n_train
     _validate.integer("moment_samples", moment_samples, low=2, doc="samples for the gradient moments")
     moment_samples = min(moment_samples, params.n_train)
+    if moments not in ("all", "ends"):
+        raise ValueError(f"moments must be 'all' or 'ends'; got {moments!r}")
     ss = _seed_sequence(seed)
     net = networks(params, seed=ss, n_models=n_models)
     batch_rngs = [_stream(ss, m, 3) for m in range(n_models)]
@@ -178,10 +184,12 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
         X = np.einsum("mij,mkj->mik", W2, W2)
         with np.errstate(invalid="ignore"):
             x, U = np.linalg.eigh(np.where(live[:, None, None], X, np.eye(n2)))
-        grad, mean, var = _kernels.gradient_moments(W2, A1m, Ym, W3, np.ascontiguousarray(U))
-        obs["grad_norm"][r] = np.sqrt(np.sum(grad ** 2, axis=(1, 2)))
         obs["S"][r] = (x[:, -1] - x[:, 0]) / (n2 - 1)
-        x_rec[r], K_rec[r], V_rec[r] = x, -np.diagonal(mean, axis1=1, axis2=2), var
+        x_rec[r] = x
+        if moments == "all" or r in (0, n_rec - 1):
+            grad, mean, var = _kernels.gradient_moments(W2, A1m, Ym, W3, np.ascontiguousarray(U))
+            obs["grad_norm"][r] = np.sqrt(np.sum(grad ** 2, axis=(1, 2)))
+            K_rec[r], V_rec[r] = -np.diagonal(mean, axis1=1, axis2=2), var
         for arr in (*obs.values(),):
             arr[r, ~live] = np.nan
         for arr in (x_rec, K_rec, V_rec):
