@@ -109,14 +109,15 @@ def test_linear_scaling_rule_at_low_temperature():
 
 
 def test_a_sweep_counts_diverged_models_without_crashing(tmp_path):
-    ds = dyson.phase_diagram([16.0], [0.25, 8.0], steps=400, n_models=6, seed=0, executor="serial",
+    ds = dyson.phase_diagram([2 ** -5, 16.0], [0.25], steps=400, n_models=6, seed=0, executor="serial",
                              cache=tmp_path, w_max=20.0, n_points=4, moment_samples=100)
     assert ds.loss.dims == ("T", "inv_sigma_w", "model")
-    counts = ds.diverged.sum("model").values[0]
-    # sigma_w = 4 starts with large weights and some pass the bound; sigma_w = 1/8 stays far below
-    assert counts[0] > 0 and counts[1] == 0
-    assert np.all(np.isnan(ds.loss.values[0, 0][ds.diverged.values[0, 0]]))
+    counts = ds.diverged.sum("model").values[:, 0]
+    # sigma_w = 4: at T = 16 the weights random-walk past the bound in some models; at
+    # T = 1/32 they barely move from ~0.7
+    assert counts[0] == 0 and counts[1] > 0
+    assert np.all(np.isnan(ds.loss.values[1, 0][ds.diverged.values[1, 0]]))
     # the cache holds the points: a second call reads them back identically
-    again = dyson.phase_diagram([16.0], [0.25, 8.0], steps=400, n_models=6, seed=0, executor="serial",
+    again = dyson.phase_diagram([2 ** -5, 16.0], [0.25], steps=400, n_models=6, seed=0, executor="serial",
                                 cache=tmp_path, w_max=20.0, n_points=4, moment_samples=100)
     np.testing.assert_array_equal(again.diverged.values, ds.diverged.values)
