@@ -57,3 +57,17 @@ def test_batch_means_of_independent_noise():
 def test_batch_means_rejects_bad_blocks(n_batches, message):
     with pytest.raises(ValueError, match=message):
         batch_means(np.ones(50), n_batches)
+
+
+def test_max_abs_t_quantile():
+    from tsdyn.stats import max_abs_t_quantile
+
+    # one deviation: the two-sided t quantile (t_{0.975, inf} = 1.95996)
+    assert max_abs_t_quantile(1, 10 ** 9) == pytest.approx(1.959964, rel=1e-5)
+    # the largest of many: checked by sampling
+    rng = np.random.default_rng(2)
+    c = max_abs_t_quantile(120, 19)
+    maxima = np.abs(rng.standard_t(19, size=(20_000, 120))).max(axis=1)
+    assert np.mean(maxima < c) == pytest.approx(0.95, abs=0.005)  # binomial s.e. 0.0015
+    with pytest.raises(ValueError, match=r"q \(quantile\)"):
+        max_abs_t_quantile(10, 3, q=1.0)

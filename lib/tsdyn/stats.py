@@ -53,3 +53,18 @@ def batch_means(series, n_batches=10):
     blocks = np.array_split(series, n_batches)
     means = np.array([b.mean() for b in blocks])
     return float(series.mean()), float(means.std(ddof=1) / np.sqrt(n_batches))
+
+
+def max_abs_t_quantile(n, dof, q=0.95):
+    """Quantile ``q`` of the largest of ``n`` independent |Student-t| variables with ``dof``.
+
+    The yardstick for the largest of n deviations (mean - theory) / (standard
+    error) when each standard error comes from dof + 1 seeds: P(max < c) = q
+    for c = t_dof^{-1}(1 - (1 - q^{1/n}) / 2).
+    """
+    from scipy.stats import t
+
+    _validate.integer("n", n, low=1, doc="number of deviations")
+    _validate.integer("dof", dof, low=1, doc="degrees of freedom")
+    _validate.real("q", q, low=0.0, high=1.0, low_open=True, high_open=True, doc="quantile")
+    return float(t.ppf(1.0 - (1.0 - q ** (1.0 / n)) / 2.0, dof))

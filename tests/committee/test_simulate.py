@@ -132,8 +132,11 @@ def test_plateau_escape_reports_sgd_and_ode_escape():
     """A K = M = 2 run at N = 100 leaves the plateau well within t = 300 (the escape
     time is ~ ln(N) / (2 lambda_max) + O(1/eta) ~ 100); so does its ODE."""
     out = committee.plateau_escape(seed=np.random.SeedSequence(3), N=100, K=2, eta=1.0, t_max=300.0)
-    assert set(out) == {"sgd", "ode", "plateau"}
+    assert set(out) == {"sgd", "ode", "sgd_height", "ode_height", "plateau"}
     assert 0 < out["sgd"] < 300 and 0 < out["ode"] < 300
+    # the measured heights: on the plateau, not above the symmetric fixed point
+    # (at N = 100 runs leave before settling on it: within a factor 2 below)
+    assert 0.5 * out["plateau"] < out["sgd_height"] <= 1.01 * out["plateau"]
     assert out["plateau"] == pytest.approx(committee.plateau(committee.Params(N=100, M=2, K=2, eta=1.0))["eg"])
 
 
@@ -152,3 +155,16 @@ def test_analysis_helpers_on_a_hand_made_run():
     assert committee.escape_time(decaying, 0.0) == np.inf
     with pytest.raises(ValueError, match=r"threshold must be finite"):
         committee.escape_time(decaying, np.nan)
+    assert committee.plateau_stats(decaying, 0.0) == (np.inf, pytest.approx(np.nan, nan_ok=True))
+
+
+def test_sweep_points_for_the_finite_size_and_growth_rate_figures():
+    gap = committee.sgd_ode_gap(seed=1, t_max=5.0, N=200, M=2, K=2, eta=0.5)["gap"]
+    assert 0 < gap < 3 * 200 ** -0.5  # Theorem 1: O(N^-1/2) with C(T) of order one at t = 5
+    rate = committee.linear_growth_rate(seed=2, N=2000, K=2, x=0.5, batch=4)
+    # one N = 2000 run: the rate of ln eps_g within O(N^-1/2) ~ 0.02 of the exact mean rate,
+    # and the single-run shift 4 x^2 (x - 1)^2 / N is far below that
+    # x (x - 1) plus (K eta)^2 c_N / (4B) with K eta = 2Bx = 4, c_N = (B + 1) / (BN) = 5 / 8000
+    assert rate["exact"] == pytest.approx(-0.25 + 5 / 8000, rel=1e-12)
+    assert abs(rate["sgd"] - rate["exact"]) < 0.02
+    assert rate["typical_shift"] == pytest.approx(0.25 / 2000)

@@ -52,8 +52,7 @@ def test_both_layers_fixed_point_approaches_eq15():
         K = 3
         p = committee.Params(N=100, M=1, K=K, eta=eta, sigma=0.01, v_star=2.0,
                              train_second_layer=True)
-        fp = committee.fixed_point(p, Q0=np.ones((K, K)), R0=np.ones((K, 1)), v0=2.0 / K,
-                                   eg_rtol=1e-7)
+        fp = committee.denoising_fixed_point(p, eg_rtol=1e-7)
         np.testing.assert_allclose(fp.v.values, 2.0 / K, rtol=1e-3)  # v stays at v*/K
         gaps.append(float(fp.eg[0]) / committee.eg_star_erf_both_layers_small_eta(p) - 1)
     assert 0 < gaps[1] < 0.01

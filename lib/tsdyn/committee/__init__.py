@@ -4,8 +4,8 @@ Simulation (:func:`simulate`) and theory (:func:`ode`, :func:`fixed_point`, the
 asymptotic formulas) share only :class:`Params`.
 """
 
-from .analysis import escape_time, growth_rate, max_gap, stationary_error
-from .experiments import plateau_escape
+from .analysis import escape_time, growth_rate, max_gap, plateau_stats, stationary_error
+from .experiments import linear_growth_rate, plateau_escape, sgd_ode_gap
 from .params import Params
 from .simulate import initial_weights, simulate, simulate_point
 from .theory import (
@@ -13,6 +13,7 @@ from .theory import (
     eg_star_erf_scm_small_eta,
     eg_star_linear_scm,
     eg_star_linear_scm_small_eta,
+    denoising_fixed_point,
     fixed_point,
     generalisation_error,
     linear_scm_growth_rate,
@@ -22,8 +23,10 @@ from .theory import (
 )
 
 __all__ = [
-    "Params", "simulate", "simulate_point", "initial_weights", "ode", "fixed_point", "plateau", "generalisation_error",
+    "Params", "simulate", "simulate_point", "initial_weights", "ode", "fixed_point",
+    "denoising_fixed_point", "plateau", "generalisation_error",
     "eg_star_linear_scm", "eg_star_linear_scm_small_eta", "eg_star_erf_scm_small_eta",
     "eg_star_erf_both_layers_small_eta", "max_stable_eta_linear_scm", "linear_scm_growth_rate",
-    "escape_time", "stationary_error", "max_gap", "growth_rate", "plateau_escape",
+    "escape_time", "plateau_stats", "stationary_error", "max_gap", "growth_rate",
+    "plateau_escape", "sgd_ode_gap", "linear_growth_rate",
 ]

@@ -17,6 +17,19 @@ def escape_time(ds, threshold):
     return float(ds.t.values[below[0]]) if len(below) else np.inf
 
 
+def plateau_stats(ds, height):
+    """Escape time from a plateau of height ``height``, and the height the run shows.
+
+    The escape time is the first recorded time at which eps_g falls below
+    ``height / 2``; the measured height is the median eps_g over the middle third
+    of [0, t_esc] (NaN if the run never escapes).
+    """
+    t_esc = escape_time(ds, height / 2)
+    if not np.isfinite(t_esc):
+        return t_esc, np.nan
+    return t_esc, float(np.median(ds.eg.sel(t=slice(t_esc / 3, 2 * t_esc / 3)).values))
+
+
 def stationary_error(ds, t_from, n_batches=10):
     """Time average of eps_g over t >= t_from, with its batch-means standard error."""
     tail = ds.eg.sel(t=slice(t_from, None)).values

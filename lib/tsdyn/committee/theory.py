@@ -215,6 +215,21 @@ def fixed_point(params, *, Q0=None, R0=None, T=None, v0=None, init=None, tol=1e-
                                    "eg_rtol": eg_rtol})
 
 
+def denoising_fixed_point(params, **kwargs):
+    """The ODE fixed point of the denoising solution, both layers trained, M = 1.
+
+    Starts :func:`fixed_point` with every student unit on the teacher (Q = 1,
+    R = 1) and the teacher's weight shared, v_k = v* / K: the state whose error
+    eq. (15) of Goldt et al. gives for small eta. ``kwargs`` go to
+    :func:`fixed_point`.
+    """
+    _require(params, g="erf", both_layers=True)
+    if params.M != 1:
+        raise ValueError(f"the denoising solution is built for M = 1; got M={params.M}")
+    K = params.K
+    return fixed_point(params, Q0=np.ones((K, K)), R0=np.ones((K, 1)), v0=params.v_star / K, **kwargs)
+
+
 def _symmetric_state(K, q, c, r):
     Q = np.full((K, K), c)
     np.fill_diagonal(Q, q)
