@@ -1,6 +1,5 @@
 """Parameters of an ensemble of tanh teacher-student networks trained by mini-batch SGD."""
 
-import math
 import numbers
 from dataclasses import asdict, dataclass
 
@@ -31,7 +30,7 @@ class Params:
     layers: tuple = PAPER_LAYERS  # widths (n0, n1, n2, n3); only n3 = 1 (scalar output)
     n_train: int = 4000  # training-set size |D|
     n_test: int = 100  # test-set size |D_test| on which the observables are measured
-    w_max: float = 1e6  # divergence bound on max |W^(2)_ij| (see `diverged` in train_ensemble)
+    w_max: float = 1e6  # divergence bound on the Frobenius norm |W^(2)|_F (see train_ensemble)
 
     def __post_init__(self):
         _validate.real("eps", self.eps, low=0.0, low_open=True, doc="learning rate")
@@ -97,6 +96,4 @@ class Params:
         out["layers"] = list(self.layers)
         out["T"] = self.T
         out["inv_sigma_w"] = self.inv_sigma_w
-        if math.isinf(out["w_max"]):
-            out["w_max"] = "inf"
         return out

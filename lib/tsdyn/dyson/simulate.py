@@ -127,7 +127,7 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
         - ``S``: average level spacing (x_max - x_min) / (n2 - 1) (4.5);
         - ``K`` (t, model, eig): K_ii = -E[Delta^X_ii] in the eigenbasis of X, same order as x;
         - ``V`` (t, model, eig, eig2): V_ij = Var[Delta^X_ij] over single samples, same basis (4.4);
-        - ``diverged``, ``t_diverged`` (model): a model whose max |W^(2)_ij| exceeds
+        - ``diverged``, ``t_diverged`` (model): a model whose |W^(2)|_F reaches
           ``params.w_max`` (or turns non-finite) is stopped, flagged, and its later
           records are NaN. The loss itself cannot blow up: tanh features are bounded,
           so |y_hat| <= sum_i |W3_i|; only the weights can run away.
@@ -208,7 +208,7 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
               {"long_name": "V_ij = Var[Delta^X_ij] over single samples, eigenbasis of X (4.4)"}),
         "z_var": (("model",), z_var, {"long_name": "variance of z = W2 a at t = 0 (sigma_z^2, 2.19)"}),
         "diverged": (("model",), diverged_at >= 0),
-        "t_diverged": (("model",), t_div, {"units": "SGD steps", "bound": f"max|W2_ij| >= {params.w_max:g}"}),
+        "t_diverged": (("model",), t_div, {"units": "SGD steps", "bound": f"|W2|_F >= {params.w_max:g}"}),
     })
     return xr.Dataset(
         data,
