@@ -237,10 +237,14 @@ def _coefficient(name, value, P, n_rec):
     return np.ascontiguousarray(arr)
 
 
-def level_spacing_sde(S0, tau, *, K_S, V_S, D_S, T, dt, seed, n_paths=None, check=True):
+def level_spacing_sde(S0, tau, *, K_S, V_S, D_S, T, dt, seed, n_paths=None, check=True, min_substeps=1):
     """Integrate the level-spacing Langevin equation (Park et al. eq. 4.8) by Euler-Maruyama.
 
         dS = (K_S + V_S T / S) dtau + sqrt(2 T D_S) dW,
+
+    with the repulsive 1/S term taken implicitly (the positive root of a quadratic per
+    step, see ``_kernels.level_spacing_em``), which keeps S > 0 and is stable where S is
+    small; the rest is the explicit Euler-Maruyama step.
 
     with tau the time of the continuous Langevin equation (2.30): tau = eps x SGD steps.
 
@@ -257,14 +261,16 @@ def level_spacing_sde(S0, tau, *, K_S, V_S, D_S, T, dt, seed, n_paths=None, chec
         Temperature eps / |B|.
     dt : float
         Largest step; each interval between recording times is cut into equal steps <= dt.
+    min_substeps : int
+        At least this many steps per interval (for log-spaced recording times, whose
+        early intervals are short while S is small and the 1/S drift stiff).
     seed : int or SeedSequence
     n_paths : int, optional
         Number of paths when S0 and the coefficients are scalars.
     check : bool
         Also integrate with steps dt/2 driven by the same Brownian path and report the
         strong error estimate ``attrs["strong_error"]`` = max over recording times of
-        mean |S_dt - S_{dt/2}| / mean S_{dt/2} (Euler-Maruyama has strong order 1/2
-        for multiplicative noise, 1 here since the noise is additive).
+        mean |S_dt - S_{dt/2}| / mean S_{dt/2} (strong order 1: the noise is additive).
 
     Returns
     -------
@@ -288,7 +294,8 @@ def level_spacing_sde(S0, tau, *, K_S, V_S, D_S, T, dt, seed, n_paths=None, chec
     D = _coefficient("D_S", D_S, P, n_rec)
     if np.any(D < 0) or np.any(V < 0):
         raise ValueError("V_S and D_S (variances) must be >= 0")
-    n_sub = np.maximum(1, np.ceil(np.diff(tau) / dt - 1e-9)).astype(np.int64)
+    _validate.integer("min_substeps", min_substeps, low=1, doc="steps per recording interval")
+    n_sub = np.maximum(min_substeps, np.ceil(np.diff(tau) / dt - 1e-9)).astype(np.int64)
     rng = np.random.default_rng(seed if isinstance(seed, np.random.SeedSequence)
                                 else np.random.SeedSequence(seed))
     xi_fine = rng.standard_normal((P, 2 * int(n_sub.sum())))
