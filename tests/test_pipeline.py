@@ -162,3 +162,10 @@ def test_check_html_skips_without_chromium(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(ch, "find_chromium", lambda: None)
     assert ch.main([str(tmp_path)]) == 0
     assert "SKIPPED: chromium not installed" in capsys.readouterr().out
+
+
+def test_reproducibility_index_has_a_section_per_chapter():
+    """DESIGN: the book carries an index of every figure; each chapter has its section."""
+    index = (ROOT / "book" / "reproducibility.md").read_text()
+    for nb in chapters.chapter_notebooks():
+        assert f"`{nb.stem}`" in index, f"book/reproducibility.md has no section for {nb.stem}"
