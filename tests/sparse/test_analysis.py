@@ -59,6 +59,9 @@ def test_critical_batch_of_a_sharp_step():
     out = sparse.critical_batch(m, success)
     assert out["m_c"] == pytest.approx(np.exp((np.log(6) + np.log(8)) / 2))
     assert out["m_c_se"] < 1e-12 and out["finite_fraction"] == 1.0  # round-off only
+    # the error bar is then the grid's resolution: uniform in log m between 6 and 8
+    assert out["m_c_grid"] == pytest.approx(out["m_c"] * np.log(8 / 6) / np.sqrt(12))
+    assert out["m_c_err"] == out["m_c_grid"]
 
 
 def test_critical_batch_recovers_a_known_threshold():

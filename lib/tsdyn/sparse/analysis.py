@@ -112,8 +112,14 @@ def critical_batch(m, success, *, n_boot=1000, seed=0, level=0.5):
     dict
         ``m_c`` (inf: never crossed; -inf: crossed before the first m),
         ``m_c_se`` (bootstrap standard deviation over resamples with a finite
-        crossing), ``m_c_lo``, ``m_c_hi`` (16% and 84% bootstrap quantiles), and
-        ``finite_fraction`` (fraction of resamples with a crossing inside the grid).
+        crossing), ``m_c_lo``, ``m_c_hi`` (16% and 84% bootstrap quantiles),
+        ``finite_fraction`` (fraction of resamples with a crossing inside the grid),
+        and ``m_c_grid``, the resolution of the grid at the crossing: m_c times the
+        log-spacing of the two bracketing grid points over sqrt(12) (the standard
+        deviation of a point uniform in log m between them). When every run fails
+        below a grid point and succeeds above it, the bootstrap spread is zero and
+        ``m_c_grid`` is the only honest error; ``m_c_err`` = max(se, grid) is the
+        error bar to draw.
     """
     m = np.asarray(m, float)
     success = np.asarray(success, bool)
@@ -135,5 +141,11 @@ def critical_batch(m, success, *, n_boot=1000, seed=0, level=0.5):
         lo, hi = np.quantile(finite, [0.16, 0.84])
     else:
         se, lo, hi = np.nan, np.nan, np.nan
+    grid = np.nan
+    if np.isfinite(m_c):
+        k = int(np.searchsorted(m, m_c))
+        k = min(max(k, 1), len(m) - 1)
+        grid = float(m_c * np.log(m[k] / m[k - 1]) / np.sqrt(12))
     return {"m_c": m_c, "m_c_se": se, "m_c_lo": float(lo), "m_c_hi": float(hi),
-            "finite_fraction": len(finite) / n_boot}
+            "finite_fraction": len(finite) / n_boot, "m_c_grid": grid,
+            "m_c_err": float(np.nanmax([se, grid])) if np.isfinite(m_c) else np.nan}
