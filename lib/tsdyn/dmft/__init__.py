@@ -1,0 +1,15 @@
+"""DMFT of multi-pass (persistent) SGD on Gaussian mixtures (Mignacco et al., NeurIPS 2020).
+
+Simulation at finite d (:func:`simulate`) and theory (:func:`solve`, the DMFT; and
+:func:`exact_square_gd`, the exact square-loss solution) share only :class:`Params`
+and the model's pointwise functions (:mod:`tsdyn.dmft.model`).
+"""
+
+from .exact import exact_square_gd, marchenko_pastur
+from .model import generalisation_error
+from .params import Params
+from .simulate import batch_indicators, simulate, simulate_point
+from .solve import ConvergenceError, solve
+
+__all__ = ["Params", "simulate", "simulate_point", "batch_indicators", "solve",
+           "ConvergenceError", "exact_square_gd", "marchenko_pastur", "generalisation_error"]

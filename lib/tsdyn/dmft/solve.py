@@ -1,0 +1,230 @@
+"""Dynamical mean-field theory of (persistent) SGD: the self-consistent effective process.
+
+Derivation ``shared/theory/dmft-persistent-sgd.md`` Secs. 4 and 7 (the talk's "DMFT: the
+equations" slides, with the corrections listed there). Shares only :class:`Params` and the
+model's pointwise functions with the simulation.
+"""
+
+import math
+import time
+
+import numpy as np
+import xarray as xr
+
+from .. import __version__, _validate
+from . import _kernels
+from .model import cluster_labels, codes, draw_clusters, generalisation_error
+from .params import check_params
+from .simulate import _seed_sequence, _streams, n_steps_for
+
+
+class ConvergenceError(RuntimeError):
+    """The damped fixed-point iteration did not reach ``tol`` in ``max_iter`` iterations.
+
+    ``residuals`` holds the residual history; ``result`` the Dataset of the last iterate
+    (with ``converged = False``), for inspection only.
+    """
+
+    def __init__(self, message, residuals, result):
+        super().__init__(message)
+        self.residuals = residuals
+        self.result = result
+
+
+def _effective_samples(params, N, n_t, dt, ss):
+    """c, y, h0, theta0 (N,), batch paths S (N, n_t) and white normals Z (N, n_t)."""
+    r_data, r_batch, r_noise = [np.random.default_rng(s) for s in _streams(ss, 3)]
+    c = draw_clusters(params, N, r_data)
+    h0 = r_data.standard_normal(N)
+    theta0 = math.sqrt(params.R0) * r_data.standard_normal(N)
+    y = math.sqrt(params.Delta) * h0 if params.model == "teacher" else cluster_labels(params, c)
+    if params.b < 1.0:
+        p01, p10 = params.switch_probabilities(dt, name="dt")
+        s0 = (r_batch.random(N) < params.b).astype(np.int8)
+        S = np.empty((N, n_t), np.int8)
+        S[:, 0] = s0
+        S[:, 1:] = _kernels.batch_chain(s0.copy(), r_batch.random((n_t - 1, N)), p01, p10).T
+    else:
+        S = np.ones((N, n_t), np.int8)
+    Z = r_noise.standard_normal((N, n_t))
+    return c, y, h0, theta0, np.ascontiguousarray(S), Z
+
+
+def _rel(new, old):
+    den = float(np.max(np.abs(new))) if new.size else 0.0
+    return float(np.max(np.abs(new - old))) / max(den, 1e-12) if new.size else 0.0
+
+
+def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, damping=0.3, tol=1e-6,
+          max_iter=200, seed=0, eps=1e-10):
+    """Solve the DMFT equations by damped fixed-point iteration over Monte Carlo samples.
+
+    The effective process (derivation E6, discretised in Sec. 7 with step ``dt``)
+
+        theta_{k+1} = theta_k - dt[(lam + lamhat_k) theta_k + sqrt(Delta) s_k Lambda'(y, r_k)
+                      - dt sum_{i<k} M_R(k, i) theta_i - xi_k],  xi ~ GP(0, M_C),
+        r_k = c m_k + sqrt(Delta)(m_k h0 + theta_k),  theta_0 ~ N(0, R0),
+
+    is run for ``n_samples`` effective samples (c, h0, batch path s from the chain E3 at
+    step dt). Their averages give the new kernels (E5, E7-E9):
+
+        m_{k+1} = m_k - dt(lam m_k + mu_k),  mu_k = alpha <s_k Lambda'_k (c + sqrt(Delta) h0)>,
+        lamhat_k = alpha Delta <s_k Lambda''_k>,  M_C(k, l) = alpha Delta <s_k Lambda'_k s_l Lambda'_l>,
+        M_R(k, j) = alpha Delta^2 <s_k Lambda''_k chi_kj s_j Lambda''_j>,
+
+    where chi is the response of the linearised process to a force impulse (E10),
+    propagated exactly (no finite differences) for the first ``n_resp`` samples. The
+    kernels are mixed, K <- damping K + (1 - damping) K_new, until the relative residual
+    max over (m, lamhat, M_C, M_R) of |K_new - K|_inf / |K_new|_inf is below ``tol``. The
+    same random numbers are used at every iteration, so the residual can go to zero;
+    the Monte Carlo error (~ n_samples^-1/2) is measured by changing ``seed``.
+
+    At dt = eta these are the d -> infinity equations of the discrete algorithm itself
+    (derivation Sec. 6); for b = 1 or a persistent chain, dt -> 0 is the (stochastic)
+    gradient flow. With ``tau=None`` and dt < eta the batch chain is the persistent one
+    with tau = eta/b.
+
+    Then R (E11, strictly lower), the propagator P of the initial condition, and
+    C(t, t') = m m' + R0 P P' + dt^2 sum R(t, u) M_C(u, u') R(t', u') (E13).
+
+    Parameters
+    ----------
+    params : Params
+    t_max : float
+        Final time; ``dt`` must divide it.
+    dt : float, optional
+        Time step (default ``params.eta``).
+    n_samples, n_resp : int
+        Effective samples for the process and, among them, for the response (default
+        min(n_samples, 1000)). Cost per iteration O(n_t^2 n_samples + b n_t^3 n_resp / 6).
+    damping : float in [0, 1)
+        Weight of the previous iterate (0: plain Picard iteration).
+    tol, max_iter : convergence criterion and iteration budget.
+    seed : int or SeedSequence
+        Monte Carlo samples (common random numbers across iterations).
+    eps : float
+        Relative diagonal shift of M_C before its Cholesky factorisation.
+
+    Returns
+    -------
+    xarray.Dataset
+        m, C_diag, eg, train_loss, train_acc, mu, lamhat (t); C, R, M_C, M_R (t, t2);
+        residual (iteration); converged, n_iter, diverged, t_diverged.
+
+    Raises
+    ------
+    ConvergenceError
+        If ``max_iter`` iterations do not reach ``tol``; it carries the residual history.
+    """
+    check_params(params)
+    dt = params.eta if dt is None else dt
+    _validate.real("dt", dt, low=0.0, low_open=True, doc="time step")
+    K = n_steps_for(t_max, dt)
+    n_t = K + 1
+    _validate.integer("n_samples", n_samples, low=2, doc="Monte Carlo samples")
+    n_resp = min(n_samples, 1000) if n_resp is None else n_resp
+    _validate.integer("n_resp", n_resp, low=1, doc="samples for the response")
+    if n_resp > n_samples:
+        raise ValueError(f"n_resp (samples for the response) must be <= n_samples={n_samples}; "
+                         f"got {n_resp}")
+    _validate.real("damping", damping, low=0.0, high=1.0, high_open=True, doc="damping")
+    _validate.real("tol", tol, low=0.0, low_open=True, doc="convergence tolerance")
+    _validate.integer("max_iter", max_iter, low=1, doc="iteration budget")
+    _validate.real("eps", eps, low=0.0, doc="relative Cholesky shift")
+    ss = _seed_sequence(seed)
+    c, y, h0, theta0, S, Z = _effective_samples(params, n_samples, n_t, dt, ss)
+    loss, model = codes(params)
+    a, D, lam = params.alpha, params.Delta, params.lam
+
+    m = params.m0 * (1.0 - dt * lam) ** np.arange(n_t)
+    lamhat, MC, MR = np.zeros(n_t), np.zeros((n_t, n_t)), np.zeros((n_t, n_t))
+    A2, MC_sum = np.empty((n_samples, n_t)), np.empty((n_t, n_t))
+    l2_sum, loss_sum, acc_sum, proj = (np.empty(n_t) for _ in range(4))
+    resp = np.empty((n_t, n_t))
+    residuals, converged, t_div = [], False, np.inf
+    start = time.perf_counter()
+    for it in range(max_iter):
+        # noise xi = L z with L L^T = M_C + eps max(diag) 1: the empirical M_C is
+        # numerically low-rank, the shift keeps the causal factor accurate (Sec. 7)
+        Lc = _kernels.cholesky_shifted(MC, eps)
+        _kernels.effective_process(c, y, h0, theta0, S, Z, Lc, m, lamhat, MR, dt, lam, D, loss,
+                                   model, params.L, A2, MC_sum, l2_sum, loss_sum, acc_sum, proj)
+        bad = ~np.isfinite(loss_sum) | ~np.isfinite(proj)
+        if bad.any():
+            t_div = float(np.argmax(bad) * dt)
+            break
+        mu = a * proj / n_samples
+        m_new = np.empty(n_t)
+        m_new[0] = params.m0
+        for k in range(K):
+            m_new[k + 1] = m_new[k] - dt * (lam * m_new[k] + mu[k])
+        lamhat_new = (a * D / n_samples) * l2_sum
+        MC_new = np.tril(MC_sum, -1)
+        MC_new = (a * D / n_samples) * (MC_new + MC_new.T + np.diag(np.diag(MC_sum)))
+        _kernels.response_kernel(np.ascontiguousarray(A2[:n_resp]), lamhat, MR, dt, lam, D, resp)
+        MR_new = (a * D * D / n_resp) * resp
+        res = max(_rel(m_new, m), _rel(lamhat_new, lamhat), _rel(MC_new, MC), _rel(MR_new, MR))
+        residuals.append(res)
+        g = 0.0 if it == 0 else damping
+        m = g * m + (1 - g) * m_new
+        lamhat = g * lamhat + (1 - g) * lamhat_new
+        MC = g * MC + (1 - g) * MC_new
+        MR = g * MR + (1 - g) * MR_new
+        if res < tol:
+            converged = True
+            break
+    elapsed = time.perf_counter() - start
+    ds = _dataset(params, dt, m, lamhat, MC, MR, loss_sum / n_samples, acc_sum / n_samples,
+                  residuals, converged, t_div,
+                  attrs={"n_samples": n_samples, "n_resp": n_resp, "damping": damping, "tol": tol,
+                         "max_iter": max_iter, "eps": eps, "solve_seconds": elapsed,
+                         "seed_entropy": str(ss.entropy), "seed_spawn_key": str(ss.spawn_key)})
+    if not converged and np.isinf(t_div):
+        hist = ", ".join(f"{r:.2e}" for r in residuals[-5:])
+        raise ConvergenceError(
+            f"DMFT fixed-point iteration did not converge: residual {residuals[-1]:.3e} > tol={tol:g} "
+            f"after max_iter={max_iter} iterations (last residuals: {hist}); raise max_iter or "
+            f"damping, or lower dt", np.asarray(residuals), ds)
+    return ds
+
+
+def _dataset(params, dt, m, lamhat, MC, MR, train_loss, train_acc, residuals, converged, t_div,
+             attrs):
+    n_t = len(m)
+    t = np.arange(n_t) * dt
+    R, P = _kernels.bulk_response(lamhat, MR, dt, params.lam)
+    C_perp = params.R0 * np.outer(P, P) + dt * dt * _kernels.sandwich(R, MC)
+    C = np.outer(m, m) + C_perp
+    C_diag = np.diag(C).copy()
+    eg = generalisation_error(params, m, C_diag)
+    mu = np.full(n_t, np.nan)
+    mu[:-1] = -(np.diff(m) / dt + params.lam * m[:-1])
+    if np.isfinite(t_div):
+        late = t >= t_div
+        for arr in (m, C_diag, eg, train_loss, train_acc, lamhat, mu):
+            arr[late] = np.nan
+    tt = ("t", "t2")
+    return xr.Dataset(
+        {
+            "m": ("t", m, {"long_name": "magnetisation w.v*/d"}),
+            "C_diag": ("t", C_diag, {"long_name": "C(t,t) = |w|^2/d"}),
+            "eg": ("t", eg, {"long_name": "generalisation error", "units": "1"}),
+            "train_loss": ("t", train_loss, {"long_name": "mean training loss per sample"}),
+            "train_acc": ("t", train_acc, {"long_name": "training accuracy", "units": "1"}),
+            "mu": ("t", mu, {"long_name": "mu(t) of dm/dt = -lam m - mu"}),
+            "lamhat": ("t", lamhat, {"long_name": "lambda-hat(t)"}),
+            "C": (tt, C, {"long_name": "C(t,t') = w(t).w(t')/d"}),
+            "R": (tt, R, {"long_name": "R(t,t') response, t > t'"}),
+            "M_C": (tt, MC, {"long_name": "noise kernel M_C(t,t')"}),
+            "M_R": (tt, MR, {"long_name": "memory kernel M_R(t,t'), t > t'"}),
+            "residual": ("iteration", np.asarray(residuals, float),
+                         {"long_name": "relative fixed-point residual"}),
+            "converged": ((), bool(converged)),
+            "n_iter": ((), len(residuals)),
+            "diverged": ((), bool(np.isfinite(t_div))),
+            "t_diverged": ((), float(t_div)),
+        },
+        coords={"t": ("t", t, {"units": "time = steps x eta"}), "t2": ("t2", t),
+                "iteration": np.arange(1, len(residuals) + 1)},
+        attrs={**params.attrs(), "kind": "dmft", "dt": dt, "tsdyn_version": __version__, **attrs},
+    )
