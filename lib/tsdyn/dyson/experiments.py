@@ -41,7 +41,7 @@ def phase_diagram(Ts, inv_sigma_ws, *, steps, n_models, seed=0, executor=None, c
     return ds
 
 
-def linear_scaling(T, inv_sigma_w, batches, tau_f, *, seed, n_models, n_points=21):
+def linear_scaling(T, inv_sigma_w, batches, tau_f, *, seed, n_models, n_points=17):
     """Ensembles at the same temperature T = eps/|B| with different (eps, |B|) (linear scaling rule).
 
     For each batch size B: eps = T B and steps = tau_f / eps, so every run covers the
@@ -55,19 +55,18 @@ def linear_scaling(T, inv_sigma_w, batches, tau_f, *, seed, n_models, n_points=2
     xarray.Dataset
         ``loss`` (batch, model) at tau_f; ``S`` (batch, tau, model); ``steps`` (batch).
     """
-    runs = []
+    plan = []
     for B in batches:
         p = Params.from_temperature(T, inv_sigma_w, batch=int(B))
-        steps = int(round(tau_f / p.eps))
-        steps -= steps % (n_points - 1)
-        ds = train_ensemble(p, steps, seed=seed, n_models=n_models, n_points=n_points,
-                            spacing="linear", moment_samples=2, moments="ends")
-        runs.append(ds)
+        steps = tau_f / p.eps
+        if abs(steps - round(steps)) > 1e-9 * steps or round(steps) % (n_points - 1) or steps < 1:
+            raise ValueError(f"tau_f / (T |B|) = {steps:g} steps at |B| = {B}: it must be a whole "
+                             f"multiple of n_points - 1 = {n_points - 1}, so that every run records "
+                             f"at the same tau")
+        plan.append((p, int(round(steps))))
+    runs = [train_ensemble(p, steps, seed=seed, n_models=n_models, n_points=n_points, spacing="linear",
+                           moment_samples=2, moments="ends") for p, steps in plan]
     tau = runs[0].tau.values
-    for ds in runs:
-        if not np.allclose(ds.tau.values, tau, rtol=1e-9):
-            raise ValueError("tau_f / (T B) must be a whole number of steps for every B, "
-                             "divisible by n_points - 1")
     return xr.Dataset({
         "loss": (("batch", "model"), np.stack([ds.loss.values[-1] for ds in runs])),
         "S": (("batch", "tau", "model"), np.stack([ds.S.values for ds in runs])),
