@@ -57,3 +57,8 @@ def test_bad_run_arguments_raise():
         dyson.train_ensemble(p, 10, seed=0, n_models=2, spacing="cubic")
     with pytest.raises(ValueError, match=r"params must be a dyson.Params"):
         dyson.train_ensemble({"eps": 0.5}, 10, seed=0, n_models=2)
+
+
+def test_from_temperature_checks_the_batch_first():
+    with pytest.raises(ValueError, match=r"batch \(mini-batch size \|B\|\) must be an integer >= 1; got 0"):
+        dyson.Params.from_temperature(1.0, 1.0, batch=0)

@@ -61,6 +61,7 @@ class Params:
         """Parameters at temperature T = eps / batch and disorder 1 / sigma_w."""
         _validate.real("T", T, low=0.0, low_open=True, doc="temperature eps/|B|")
         _validate.real("inv_sigma_w", inv_sigma_w, low=0.0, low_open=True, doc="disorder 1/sigma_w")
+        _validate.integer("batch", batch, low=1, doc="mini-batch size |B|")
         return cls(eps=float(T) * batch, batch=batch, sigma_w=1.0 / float(inv_sigma_w), **kw)
 
     @property
