@@ -134,8 +134,8 @@ def greedy(params, sweeps, *, seed, n_points=30, spacing="log", log_moves=False)
     -------
     xarray.Dataset
         Over ``t`` (sweeps): ``val_loss`` (validation loss per sample divided by the
-        teacher's number of non-zero weights, two_matrix; per sample divided by the
-        teacher's output variance on the validation set, one_matrix), ``val_mse``
+        teacher's number of non-zero weights, two_matrix; for one_matrix, the mean of
+        (y_hat - y)^2 over the mean of y^2 on the validation set), ``val_mse``
         (1/2 |y_hat - y|^2 averaged over validation samples), ``batch_loss`` (loss
         of eq. 2 on the sweep's mini-batch after the sweep, per sample),
         ``accept_rate`` (fraction of accepted moves in that sweep), ``hamming``,
