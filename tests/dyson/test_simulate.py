@@ -82,7 +82,7 @@ def test_initial_spectrum_follows_marchenko_pastur():
     mean exact (sigma_w^2), second moment sigma_w^4 (1 + r + 1/n1) at this finite size,
     and the histogram close to the MP density away from the edges."""
     sw = 0.125
-    p = dyson.Params(eps=0.1, sigma_w=sw)
+    p = dyson.Params(eps=0.1, sigma_w=sw, n_train=8, n_test=4)  # the spectrum does not depend on the data
     ds = dyson.train_ensemble(p, 1, seed=3, n_models=300, n_points=2, moment_samples=2)
     x = ds.x.values[0]
     m1, m2 = x.mean(axis=1), (x ** 2).mean(axis=1)

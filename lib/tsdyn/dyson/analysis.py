@@ -1,5 +1,7 @@
 """Observables derived from a trained ensemble (a :func:`train_ensemble` Dataset)."""
 
+import json
+
 import numpy as np
 import xarray as xr
 
@@ -34,7 +36,7 @@ def summary(ds):
     end = ds.isel(t=-1, drop=True)
     coef = spacing_coefficients(ds).isel(t=-1, drop=True)
     T, sigma_w = float(ds.attrs["T"]), float(ds.attrs["sigma_w"])
-    n1, n2 = int(ds.attrs["layers"].strip("[]").split(",")[1]), ds.sizes["eig"]
+    n1, n2 = json.loads(ds.attrs["layers"])[1], ds.sizes["eig"]
     ok = theory.converged(T, sigma_w, coef.K_S.values, coef.V_S.values, n1=n1, n2=n2)
     return xr.Dataset({
         "loss": end.loss, "grad_norm": end.grad_norm, "G0": end.G0, "align": end.align,
