@@ -238,3 +238,29 @@ def test_wigner_surmise_is_exact_for_2x2_goe():
     c = rng.standard_normal(20_000) / np.sqrt(2)
     s = np.sqrt((a - b) ** 2 + 4 * c ** 2)  # spacing of [[a, c], [c, b]], GOE
     assert stats.kstest(s / s.mean(), th.wigner_cdf).pvalue > 1e-3
+
+
+# ------------------------------------------------------------------ full Dyson equation
+
+def test_dyson_two_levels_against_exact_moments():
+    """N = 2, K = (k1, k2), V = [[D, W], [W, D]]: the centre c = (x1 + x2)/2 is Brownian with
+    drift (k1 + k2)/2 and variance T D tau / 2; the gap u = x2 - x1 has, by Ito,
+    with k1 = k2 = k, d(u^2) = (4 T W + 2 T D) dtau + noise, so E[u^2] = u0^2 + (4 T W + 2 T D) tau."""
+    P, T, D, W, k = 10_000, 0.5, 0.3, 1.0, 0.2
+    tau = np.array([0.0, 1.0, 2.0])
+    x0 = np.tile([0.0, 1.0], (P, 1))
+    r = th.dyson_sde(x0, tau, K=np.full((P, 2), k), V=np.tile([[D, W], [W, D]], (P, 1, 1)), T=T, dt=0.004, seed=10)
+    x = r.x.values
+    c, u = x.mean(axis=2), x[..., 1] - x[..., 0]
+    assert np.all(np.abs(c.mean(axis=1) - (0.5 + k * tau)) <= 4 * np.sqrt(T * D * tau / 2 / P) + 1e-12)
+    u2 = u ** 2
+    # statistical error of the mean, plus the O(dt) weak bias of Euler-Maruyama (~dt)
+    assert np.all(np.abs(u2.mean(axis=1) - (1 + (4 * T * W + 2 * T * D) * tau)) <= 4 * u2.std(axis=1) / np.sqrt(P) + 1e-2)
+    assert r.attrs["strong_error"] < 0.01 and np.all(np.diff(x, axis=2) > 0)
+
+
+def test_dyson_bad_input():
+    with pytest.raises(ValueError, match=r"x0 must have shape \(paths, N >= 2\) with finite, strictly ascending"):
+        th.dyson_sde(np.array([[1.0, 0.5]]), [0.0, 1.0], K=np.zeros((1, 2)), V=np.ones((1, 2, 2)), T=1.0, dt=0.1, seed=0)
+    with pytest.raises(ValueError, match=r"K must have shape \(1, 2, 2\) or \(1, 2\)"):
+        th.dyson_sde(np.array([[0.0, 1.0]]), [0.0, 1.0], K=np.zeros(3), V=np.ones((1, 2, 2)), T=1.0, dt=0.1, seed=0)

@@ -14,6 +14,7 @@ from .theory import (
     SIGMA_C2,
     convergence_lhs,
     converged,
+    dyson_sde,
     feature_density,
     feature_density_mixture,
     feature_peaks,
@@ -37,6 +38,6 @@ __all__ = [
     "phase_point", "phase_diagram", "linear_scaling",
     "marchenko_pastur", "marchenko_pastur_edges", "marchenko_pastur_cdf", "initial_spacing_bound",
     "feature_density", "feature_density_mixture", "feature_potential", "feature_peaks", "SIGMA_C2",
-    "first_layer_q", "sigma_z2", "jamming_boundary", "level_spacing_sde", "level_spacing_stationary",
+    "first_layer_q", "sigma_z2", "jamming_boundary", "level_spacing_sde", "dyson_sde", "level_spacing_stationary",
     "convergence_lhs", "converged", "wigner_surmise", "wigner_cdf",
 ]

@@ -190,3 +190,44 @@ def level_spacing_em(S0, tau_grid, n_sub, K, V, Dc, T, xi, out):
                 n += 1
             out[p, r + 1] = S
     return out
+
+
+@njit
+def dyson_em(x0, tau_grid, n_sub, K, V, T, xi, out):
+    """Euler-Maruyama for the Dyson Brownian motion of the eigenvalues (Park et al. eq. 4.3):
+
+        dx_i = (K_i + T sum_{j != i} V_ij / (x_i - x_j)) dtau + sqrt(T V_ii) dW_i .
+
+    x0 (P, N) ascending initial eigenvalues; tau_grid (n_rec,); n_sub (n_rec - 1,) equal
+    steps per interval; K (P, n_rec, N), V (P, n_rec, N, N) coefficients, constant on each
+    interval; xi (P, sum(n_sub), N) standard normals; out (P, n_rec, N). After each step
+    the levels are sorted: a crossing can only come from a step too long for the
+    Coulomb repulsion, and the dt / dt/2 check in the caller measures that error.
+    """
+    P, n_rec, N = out.shape
+    x = np.empty(N)
+    new = np.empty(N)
+    for p in range(P):
+        x[:] = x0[p]
+        out[p, 0] = x
+        n = 0
+        for r in range(n_rec - 1):
+            h = (tau_grid[r + 1] - tau_grid[r]) / n_sub[r]
+            for _ in range(n_sub[r]):
+                for i in range(N):
+                    drift = K[p, r, i]
+                    for j in range(N):
+                        if j != i:
+                            drift += T * V[p, r, i, j] / (x[i] - x[j])
+                    new[i] = x[i] + drift * h + math.sqrt(T * V[p, r, i, i] * h) * xi[p, n, i]
+                for i in range(1, N):  # insertion sort: levels are almost always in order
+                    v = new[i]
+                    j = i - 1
+                    while j >= 0 and new[j] > v:
+                        new[j + 1] = new[j]
+                        j -= 1
+                    new[j + 1] = v
+                x[:] = new
+                n += 1
+            out[p, r + 1] = x
+    return out

@@ -313,6 +313,72 @@ def level_spacing_sde(S0, tau, *, K_S, V_S, D_S, T, dt, seed, n_paths=None, chec
                                     "path": np.arange(P)}, attrs=attrs)
 
 
+def dyson_sde(x0, tau, *, K, V, T, dt, seed, check=True, min_substeps=1):
+    """Integrate the Dyson Brownian motion of the eigenvalues of X (Park et al. eq. 4.3).
+
+        dx_i = (K_i + T sum_{j != i} V_ij / (x_i - x_j)) dtau + sqrt(T V_ii) dW_i,
+
+    by Euler-Maruyama (levels re-sorted after each step), tau = eps x SGD steps.
+
+    Parameters
+    ----------
+    x0 : array (P, N)
+        Initial eigenvalues of each path (ascending).
+    tau : array (n_rec,)
+        Recording times, increasing, from 0.
+    K : array (P, n_rec, N)
+        Drift K_i of each level, e.g. the recorded ``K`` of :func:`train_ensemble`
+        (a (P, N) array is held constant in time).
+    V : array (P, n_rec, N, N)
+        Variances V_ij (likewise).
+    T, dt, seed, check, min_substeps
+        As in :func:`level_spacing_sde`; ``attrs["strong_error"]`` compares dt with dt/2 on
+        the same Brownian paths (max over recording times of mean |dx| / mean |x|).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``x`` (tau, path, eig) at step dt (and ``x_half`` at dt/2 when ``check``).
+    """
+    _validate.real("T", T, low=0.0, low_open=True, doc="temperature")
+    _validate.real("dt", dt, low=0.0, low_open=True, doc="time step")
+    _validate.integer("min_substeps", min_substeps, low=1, doc="steps per recording interval")
+    tau = np.asarray(tau, float)
+    if tau.ndim != 1 or len(tau) < 2 or tau[0] != 0.0 or np.any(np.diff(tau) <= 0):
+        raise ValueError("tau must be an increasing 1-D array of recording times starting at 0")
+    x0 = np.asarray(x0, float)
+    if x0.ndim != 2 or x0.shape[1] < 2 or not np.all(np.isfinite(x0)) or np.any(np.diff(x0, axis=1) <= 0):
+        raise ValueError("x0 must have shape (paths, N >= 2) with finite, strictly ascending levels")
+    P, N = x0.shape
+    n_rec = len(tau)
+    K, V = np.asarray(K, float), np.asarray(V, float)
+    if K.shape == (P, N):
+        K = np.repeat(K[:, None], n_rec, axis=1)
+    if V.shape == (P, N, N):
+        V = np.repeat(V[:, None], n_rec, axis=1)
+    if K.shape != (P, n_rec, N) or V.shape != (P, n_rec, N, N):
+        raise ValueError(f"K must have shape ({P}, {n_rec}, {N}) or ({P}, {N}) and V shape "
+                         f"({P}, {n_rec}, {N}, {N}) or ({P}, {N}, {N}); got {K.shape}, {V.shape}")
+    if not (np.all(np.isfinite(K)) and np.all(np.isfinite(V)) and np.all(V >= 0)):
+        raise ValueError("K must be finite and V finite and >= 0")
+    n_sub = np.maximum(min_substeps, np.ceil(np.diff(tau) / dt - 1e-9)).astype(np.int64)
+    rng = np.random.default_rng(seed if isinstance(seed, np.random.SeedSequence)
+                                else np.random.SeedSequence(seed))
+    xi_fine = rng.standard_normal((P, 2 * int(n_sub.sum()), N))
+    xi = (xi_fine[:, 0::2] + xi_fine[:, 1::2]) / math.sqrt(2.0)
+    K, V = np.ascontiguousarray(K), np.ascontiguousarray(V)
+    x = _kernels.dyson_em(x0, tau, n_sub, K, V, float(T), np.ascontiguousarray(xi), np.empty((P, n_rec, N)))
+    data = {"x": (("tau", "path", "eig"), x.transpose(1, 0, 2), {"long_name": "eigenvalues (4.3)"})}
+    attrs = {"T": float(T), "dt": float(dt), "tsdyn_version": __version__, "kind": "theory"}
+    if check:
+        x2 = _kernels.dyson_em(x0, tau, 2 * n_sub, K, V, float(T), xi_fine, np.empty((P, n_rec, N)))
+        data["x_half"] = (("tau", "path", "eig"), x2.transpose(1, 0, 2), {"long_name": "same paths at dt/2"})
+        attrs["strong_error"] = float(np.max(np.mean(np.abs(x - x2), axis=(0, 2))
+                                             / np.mean(np.abs(x2), axis=(0, 2))))
+    return xr.Dataset(data, coords={"tau": ("tau", tau, {"units": "eps x SGD steps"}),
+                                    "path": np.arange(P), "eig": np.arange(N)}, attrs=attrs)
+
+
 # ------------------------------------------------------------------ phase boundaries
 
 def convergence_lhs(T, sigma_w, n1=32, n2=16):
