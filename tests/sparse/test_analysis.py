@@ -96,3 +96,18 @@ def test_success_fraction_and_binomial_error():
     p, se = sparse.success_fraction(np.array([[True, True, False, False], [True] * 4]))
     np.testing.assert_allclose(p, [0.5, 1.0])
     np.testing.assert_allclose(se, [np.sqrt(0.25 / 3), 0.0])
+
+
+def test_transition_width_on_hand_made_fractions():
+    m = [1, 2, 4, 8]
+    # 0.2 is crossed at m = 2 exactly, 0.8 at m = 4 exactly
+    success = np.array([[False] * 10, [True] * 2 + [False] * 8, [True] * 8 + [False] * 2, [True] * 10])
+    out = sparse.transition_width(m, success, n_boot=200)
+    assert out["width"] == pytest.approx(2.0)
+    assert out["width_se"] > 0
+    # a perfect step between 6 and 8 is resolved only to the grid: 6 [(8/6)^0.8 - (8/6)^0.2]
+    step = np.repeat((np.array([2, 4, 6, 8, 12]) >= 8)[:, None], 10, axis=1)
+    out = sparse.transition_width([2, 4, 6, 8, 12], step)
+    assert out["width"] == pytest.approx(6 * ((8 / 6) ** 0.8 - (8 / 6) ** 0.2))
+    with pytest.raises(ValueError, match="levels must satisfy 0 < lo < hi < 1"):
+        sparse.transition_width(m, success, lo=0.8, hi=0.2)

@@ -9,7 +9,8 @@ mini-batch SGD (:func:`sgd`). The paper's theory is a counting argument
 defined estimator (:func:`critical_batch`).
 """
 
-from .analysis import critical_batch, crossing, hamming, success_fraction, tp_tn_rates
+from .analysis import (critical_batch, crossing, hamming, success_fraction, tp_tn_rates,
+                       transition_width)
 from .experiments import greedy_point, sgd_point
 from .graph import regular_bipartite
 from .greedy import greedy, record_sweeps
@@ -20,6 +21,6 @@ from .theory import counting_m_c, random_student_hamming
 
 __all__ = [
     "Params", "SGDParams", "regular_bipartite", "draw_networks", "greedy", "sgd", "record_sweeps",
-    "hamming", "tp_tn_rates", "success_fraction", "crossing", "critical_batch",
+    "hamming", "tp_tn_rates", "success_fraction", "crossing", "critical_batch", "transition_width",
     "greedy_point", "sgd_point", "counting_m_c", "random_student_hamming",
 ]

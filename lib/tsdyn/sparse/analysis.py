@@ -149,3 +149,39 @@ def critical_batch(m, success, *, n_boot=1000, seed=0, level=0.5):
     return {"m_c": m_c, "m_c_se": se, "m_c_lo": float(lo), "m_c_hi": float(hi),
             "finite_fraction": len(finite) / n_boot, "m_c_grid": grid,
             "m_c_err": float(np.nanmax([se, grid])) if np.isfinite(m_c) else np.nan}
+
+
+def transition_width(m, success, *, lo=0.2, hi=0.8, n_boot=1000, seed=0):
+    """Width of the transition: m where the success fraction crosses ``hi`` minus m
+    where it crosses ``lo`` (both by :func:`crossing`), with a bootstrap error.
+
+    For a finite-size-rounded transition the width shrinks as N grows. It cannot be
+    resolved below the grid: a perfect step between grid points m_k < m_{k+1} gives
+    m_k [(m_{k+1}/m_k)^hi - (m_{k+1}/m_k)^lo], about (hi - lo) times the spacing.
+
+    Returns
+    -------
+    dict
+        ``width`` (NaN if a crossing is outside the grid) and ``width_se`` (bootstrap
+        standard deviation over resamples of the runs at each m).
+    """
+    m = np.asarray(m, float)
+    success = np.asarray(success, bool)
+    if success.ndim != 2 or success.shape[0] != len(m):
+        raise ValueError(f"success must have shape (len(m), runs) = ({len(m)}, runs); "
+                         f"got {success.shape}")
+    if not 0 < lo < hi < 1:
+        raise ValueError(f"levels must satisfy 0 < lo < hi < 1; got lo={lo}, hi={hi}")
+
+    def width(frac):
+        a, b = crossing(m, frac, lo), crossing(m, frac, hi)
+        return b - a if np.isfinite(a) and np.isfinite(b) else np.nan
+
+    w = width(success.mean(1))
+    rng = np.random.default_rng(seed)
+    runs = success.shape[1]
+    pick = rng.integers(runs, size=(n_boot, len(m), runs))
+    boot_frac = np.take_along_axis(success[None].repeat(n_boot, 0), pick, axis=2).mean(2)
+    boot = np.array([width(f) for f in boot_frac])
+    boot = boot[np.isfinite(boot)]
+    return {"width": float(w), "width_se": float(boot.std(ddof=1)) if len(boot) >= 2 else np.nan}
