@@ -110,6 +110,8 @@ class _Runner:
         act, tgt, loss, algo, gamma, sqrt_noise, eta = self.args
         if P.n_b <= self.rows:  # whole steps per call
             n = min(n, self.rows // P.n_b)
+            if self.sampler == "reduced":  # its orthogonal draws: p d numbers per step
+                n = max(1, min(n, _BLOCK_NUMBERS // (P.p * P.d)))
             X, xi = self._draw(n * P.n_b)
             if self.sampler == "full":
                 done, diverged, first = _kernels.full_steps(

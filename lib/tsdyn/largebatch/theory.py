@@ -28,9 +28,9 @@ relative order gamma^2 / n_b (the fluctuation of one step), a finite-d correctio
 we do not keep. ``finite_d=False`` drops the other finite-size terms as well:
 (d - r) -> d, the intra-batch factor (1 - 1/n_b) -> 1, and E[F F |zeta|^2] / n_b.
 
-Gaussian averages are tensor Gauss-Hermite quadratures over zeta (exact for the
-polynomial activations and targets; ~1e-4 for ReLU-like kinks at the default
-node counts). Nothing here draws random numbers or calls the simulation.
+Gaussian averages are tensor Gauss-Hermite quadratures over zeta (16 nodes per
+axis, exact, for the polynomial activations and targets; otherwise 120, 48, 20,
+10 nodes for r = 1..4, ~1e-4 at ReLU-like kinks). Nothing here draws random numbers or calls the simulation.
 """
 
 
@@ -45,8 +45,7 @@ from .params import Params
 _NODES = {1: 120, 2: 48, 3: 20, 4: 10}
 
 
-def _quadrature(r, n=None):
-    n = n or _NODES[r]
+def _quadrature(r, n):
     x, w = np.polynomial.hermite_e.hermegauss(n)
     w = w / w.sum()
     grids = np.meshgrid(*([x] * r), indexing="ij")
@@ -95,7 +94,10 @@ def moments(params, M, Q, n_nodes=None):
     p, k = params.p, params.k
     L = _factor(covariance(M, Q, k))
     r = L.shape[1]
-    zeta, w = _nodes(r, n_nodes or _NODES[r])
+    polynomial = params.activation_code <= 5 and (params.target_code <= 5 or params.target_code >= 100)
+    # 16 nodes per axis integrate exactly every polynomial up to degree 31, more than the
+    # degree-28 moments (F^4 for He4) of the polynomial activations and targets.
+    zeta, w = _nodes(r, n_nodes or (16 if polynomial else _NODES[r]))
     u = zeta @ L.T
     lam, nu = u[:, :p], u[:, p:]
     act, tgt = params.activation_code, params.target_code
@@ -118,14 +120,16 @@ def moments(params, M, Q, n_nodes=None):
     F2 = (r0 ** 2 + D) * ds ** 2
     F4 = (r0 ** 4 + 6 * D * r0 ** 2 + 3 * D * D) * ds ** 4
     F3 = (r0 ** 3 + 3 * D * r0) * ds ** 3
+    F6 = (r0 ** 6 + 15 * D * r0 ** 4 + 45 * D * D * r0 ** 2 + 15 * D ** 3) * ds ** 6
     own = lam  # lambda_j for unit j
     return {
         "jensen": {
             "X2": w @ (F2 * own ** 2),  # E[(F_j lambda_j)^2]
-            "F4": w @ F4, "F2": w @ F2,
+            "F4": w @ F4, "F2": w @ F2, "F6": w @ F6,
             "XF2": w @ (F3 * own),  # E[F_j lambda_j F_j^2]
             "AX": np.einsum("n,nj,ns->js", w, F2 * own, nu),  # E[F_j nu_s F_j lambda_j]
             "AF2": np.einsum("n,nj,ns->js", w, F3, nu),  # E[F_j nu_s F_j^2]
+            "A2": np.einsum("n,nj,ns->js", w, F2, nu ** 2),  # E[(F_j nu_s)^2]
         },
         "r": r,
         "F_lam": wF.T @ lam, "F_nu": wF.T @ nu, "F_zeta": wF.T @ zeta,
@@ -150,6 +154,17 @@ def step_map(params, M, Q, *, finite_d=True, n_nodes=None):
     g, d, nb = params.gamma, params.d, params.n_b
     m = moments(params, M, Q, n_nodes)
     A, B = m["F_nu"], m["F_lam"]  # A[j, s] = E[F_j nu_s], B[j, i] = E[F_j lambda_i]
+    Mn, Qn = _raw(params, m, M, Q, finite_d)
+    if params.algorithm == "projected" and finite_d:
+        Mn = Mn * _jensen_factor(m, A, B, Qn, Mn, g, d, nb)
+    norms = np.sqrt(np.diag(Qn))
+    return Mn / norms[:, None], Qn / np.outer(norms, norms)
+
+
+def _raw(params, m, M, Q, finite_d=True):
+    """Expected <w_j', w*_s> and <w_i', w_j'> before renormalising (step_map's numerators)."""
+    g, d, nb = params.gamma, params.d, params.n_b
+    A, B = m["F_nu"], m["F_lam"]
     gg = m["F_zeta"] @ m["F_zeta"].T
     if finite_d:
         S = (m["FF_z2"] + (d - m["r"]) * m["FF"]) / nb + (1.0 - 1.0 / nb) * gg
@@ -160,8 +175,6 @@ def step_map(params, M, Q, *, finite_d=True, n_nodes=None):
     if params.algorithm == "projected":
         Mn = M + g * A
         Qn = Q + g * (B + B.T) + g * g * S
-        if finite_d:
-            Mn = Mn * _jensen_factor(m, A, B, Qn, Mn, g, d, nb)
     else:  # spherical: G_j -> G_j - beta_j w_j, beta_j = <G_j, w_j>
         p = Q.shape[0]
         beta = np.diag(B)  # E[beta_j]
@@ -176,8 +189,7 @@ def step_map(params, M, Q, *, finite_d=True, n_nodes=None):
                 bi_bj = pair(FlFl[i, i, j, j], B[i, i], B[j, j])
                 first = B[j, i] + B[i, j] - (beta[i] + beta[j]) * Q[i, j]
                 Qn[i, j] = Q[i, j] + g * first + g * g * (S[i, j] - bj_Giwj - bi_Gjwi + bi_bj * Q[i, j])
-    norms = np.sqrt(np.diag(Qn))
-    return Mn / norms[:, None], Qn / np.outer(norms, norms)
+    return Mn, Qn
 
 
 def _jensen_factor(m, A, B, Qn, Mn, g, d, nb):
@@ -191,13 +203,32 @@ def _jensen_factor(m, A, B, Qn, Mn, g, d, nb):
 
     Both terms are of relative order gamma^2 / n_b per step; they shift, e.g., the
     stationary overlap by O(1/d) when n_b ~ d. Fluctuations of the part of |G|^2 in S
-    (r directions, against d - r outside) are neglected.
+    (r directions, against d - r outside) are neglected. With small batches and
+    heavy-tailed F^2 (e.g. n_b = 16 and a He2 student under the square loss) the
+    third cumulant of q is not small against its variance; the factor is then 1 (see
+    the criterion in the code).
     """
+    var_q, cov_num_q = _q_fluctuations(m, A, B, g, d, nb)
+    J, Dp, Eq = m["jensen"], d - m["r"], np.diag(Qn)
+    factor = 1 + 3 / 8 * var_q / Eq ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shift = np.where(Mn != 0, cov_num_q / (2 * Eq[:, None] * Mn), 0.0)
+    # The expansion is an asymptotic series in the cumulants of q. Its next term,
+    # -5/16 kappa_3(q) / (E q)^3, is dominated by the batch sum of F^2 outside S:
+    # kappa_3 ~ gamma^6 (d - r)^3 kappa_3(F^2) / n_b^5. The correction is used only where
+    # that term is at most half the variance term (the series visibly converges);
+    # otherwise (small batches, heavy-tailed F^2) it is left out, not extrapolated.
+    kappa3_F2 = J["F6"] - 3 * J["F4"] * J["F2"] + 2 * J["F2"] ** 3
+    third = 5 / 16 * np.abs(g ** 6 * Dp ** 3 * kappa3_F2 / nb ** 5) / Eq ** 3
+    valid = (third <= 0.5 * 3 / 8 * var_q / Eq ** 2)[:, None]
+    return np.where(valid, factor[:, None] - shift, 1.0)
+
+
+def _q_fluctuations(m, A, B, g, d, nb):
+    """Var q_j (p,) and Cov(M_js + gamma a_js, q_j) (p, k) over batches (projected SGD)."""
     J = m["jensen"]
     Dp = d - m["r"]
-    Eq = np.diag(Qn)
     varX = J["X2"] - np.diag(B) ** 2
-    varF2 = J["F4"] - J["F2"] ** 2
     covXF2 = J["XF2"] - np.diag(B) * J["F2"]
     ES2sq = nb * J["F4"] + nb * (nb - 1) * J["F2"] ** 2
     varG2 = (ES2sq * Dp * (Dp + 2) - (nb * J["F2"] * Dp) ** 2) / nb ** 4
@@ -205,10 +236,7 @@ def _jensen_factor(m, A, B, Qn, Mn, g, d, nb):
     covAX = J["AX"] - A * np.diag(B)[:, None]
     covAF2 = J["AF2"] - A * J["F2"][:, None]
     cov_num_q = 2 * g * g * covAX / nb + g ** 3 * Dp * covAF2 / nb ** 2
-    factor = 1 + 3 / 8 * var_q / Eq ** 2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        shift = np.where(Mn != 0, cov_num_q / (2 * Eq[:, None] * Mn), 0.0)
-    return factor[:, None] - shift
+    return var_q, cov_num_q
 
 
 def _check_state(params, M0, Q0):
@@ -220,6 +248,28 @@ def _check_state(params, M0, Q0):
     if np.linalg.eigvalsh(covariance(M0, Q0, k)).min() < -1e-9:
         raise ValueError("[[Q0, M0], [M0^T, I]] must be positive semi-definite (a Gram matrix)")
     return M0, Q0
+
+
+def step_variance(params, M, Q):
+    """Variance of M_js after one step, given (M, Q): the batch-to-batch spread of
+    (M + gamma a) / sqrt(q) to leading order (projected SGD; for spherical SGD only the
+    numerator's spread). a is the batch mean of F_j nu_s, q the squared norm before
+    renormalising (see :func:`_jensen_factor`):
+
+        Var(num / sqrt q) = Var num / E q - E num Cov(num, q) / (E q)^2 + (E num)^2 Var q / (4 (E q)^3).
+    """
+    g, d, nb = params.gamma, params.d, params.n_b
+    m = moments(params, M, Q)
+    A, B = m["F_nu"], m["F_lam"]
+    J = m["jensen"]
+    _, Qraw = _raw(params, m, M, Q)
+    Eq = np.diag(Qraw)[:, None]
+    num = M + g * A
+    var_num = g * g * (J["A2"] - A ** 2) / nb
+    if params.algorithm != "projected":
+        return var_num / Eq
+    var_q, cov_num_q = _q_fluctuations(m, A, B, g, d, nb)
+    return var_num / Eq - num * cov_num_q / Eq ** 2 + num ** 2 * var_q[:, None] / (4 * Eq ** 3)
 
 
 def initial_state(params, init=None, M0=None, Q0=None):
@@ -235,7 +285,7 @@ def initial_state(params, init=None, M0=None, Q0=None):
 
 
 def dynamics(params, steps, *, M0=None, Q0=None, init=None, n_points=100, spacing="linear",
-             finite_d=True, method="recursion", n_nodes=None, rtol=1e-8):
+             finite_d=True, method="recursion", n_nodes=None, rtol=1e-8, fluctuations=False):
     """The overlaps' deterministic dynamics for ``steps`` SGD steps.
 
     ``method="recursion"`` iterates :func:`step_map` step by step (the exact
@@ -243,6 +293,15 @@ def dynamics(params, steps, *, M0=None, Q0=None, init=None, n_points=100, spacin
     ``method="ode"`` integrates dOmega/dt = step_map(Omega) - Omega with scipy's
     solve_ivp (LSODA, tolerance ``rtol``), the continuous-time limit in which one
     step moves the overlaps by o(1), which is far cheaper for long runs.
+
+    ``fluctuations=True`` (recursion, p = k = 1) also propagates the variance V of
+    the overlap across runs, to second order (a linear-noise closure): with g the
+    step map and s^2 the one-step variance (:func:`step_variance`),
+
+        E m_{t+1} = g(E m_t) + g''(E m_t) V_t / 2,      V_{t+1} = g'(E m_t)^2 V_t + s^2(E m_t).
+
+    The first term is what the plain recursion misses when the runs spread: at
+    finite d the mean of a nonlinear map is not the map of the mean.
 
     Returns
     -------
@@ -265,15 +324,26 @@ def dynamics(params, steps, *, M0=None, Q0=None, init=None, n_points=100, spacin
     Ms = np.full((len(record), p, k), np.nan)
     Qs = np.full((len(record), p, p), np.nan)
     t_rec = np.inf
+    V = np.zeros(len(record))
+    if fluctuations and (p != 1 or k != 1 or method != "recursion"):
+        raise ValueError("fluctuations=True is for p = k = 1 with method='recursion'")
     if method == "recursion":
-        step = 0
+        step, var = 0, 0.0
         for i, target in enumerate(record):
             while step < target:
-                M, Q = step_map(params, M, Q, finite_d=finite_d, n_nodes=n_nodes)
+                if fluctuations:
+                    h = 1e-4
+                    gm, g0, gp = (step_map(params, M + x, Q, finite_d=finite_d, n_nodes=n_nodes)[0][0, 0]
+                                  for x in (-h, 0.0, h))
+                    s2 = float(step_variance(params, M, Q)[0, 0])
+                    M = np.array([[np.clip(g0 + 0.5 * (gp - 2 * g0 + gm) / h ** 2 * var, -1.0, 1.0)]])
+                    var = ((gp - gm) / (2 * h)) ** 2 * var + s2
+                else:
+                    M, Q = step_map(params, M, Q, finite_d=finite_d, n_nodes=n_nodes)
                 step += 1
                 if np.isinf(t_rec) and np.linalg.norm(M) >= params.eta:
                     t_rec = float(step)
-            Ms[i], Qs[i] = M, Q
+            Ms[i], Qs[i], V[i] = M, Q, var
     elif method == "ode":
         iu = np.triu_indices(p, 1)
 
@@ -309,29 +379,46 @@ def dynamics(params, steps, *, M0=None, Q0=None, init=None, n_points=100, spacin
             "M": (("t", "j", "r"), Ms, {"long_name": "student-teacher overlaps <w_j, w*_r>"}),
             "Q": (("t", "j", "j2"), Qs, {"long_name": "student-student overlaps <w_j, w_l>"}),
             "overlap": (("t",), np.sqrt(np.sum(Ms ** 2, axis=(1, 2))), {"long_name": "||W W*^T||_F"}),
+            "M_var": (("t",), V, {"long_name": "variance of M across runs (fluctuations=True; else 0)"}),
             "t_recovery": ((), t_rec, {"units": "SGD steps"}),
             "recovered": ((), bool(np.isfinite(t_rec))),
         },
         coords={"t": ("t", record.astype(float), {"units": "SGD steps", "samples_per_step": params.n_b}),
                 "j": np.arange(p), "j2": np.arange(p), "r": np.arange(k)},
-        attrs={**params.attrs(), "kind": f"theory ({method}, {'finite d' if finite_d else 'd -> inf'})",
+        attrs={**params.attrs(), "kind": f"theory ({method}, {'finite d' if finite_d else 'd -> inf'}"
+                                         f"{', fluctuations' if fluctuations else ''})",
                "tsdyn_version": __version__},
     )
 
 
 def recovery_time(params, *, m0=None, max_steps=10 ** 9, finite_d=True):
-    """Weak-recovery time of the deterministic dynamics started at overlap m0 (default d^-1/2),
-    integrated as an ODE; inf if ||M||_F never reaches eta within ``max_steps``.
+    """Weak-recovery time of the deterministic dynamics started at overlap m0 (default d^-1/2).
 
     Single-index, single-unit case (p = k = 1): the typical initial overlap of a
     random unit vector is d^-1/2, which this uses in place of the random start.
+    Up to 20000 steps (or when the ODE gives fewer than 2000) the discrete map is
+    iterated, since its steps need not be small; longer runs integrate the ODE.
+    Returns inf if |m| never reaches eta within ``max_steps``; the iteration also
+    stops, with inf, once |m| has fallen below m0 / 1000 (the noise has won).
     """
     if params.p != 1 or params.k != 1:
         raise ValueError("recovery_time (theory) is for p = k = 1")
     m0 = params.d ** -0.5 if m0 is None else m0
-    ds = dynamics(params, int(max_steps), M0=np.array([[m0]]), method="ode", n_points=2,
-                  finite_d=finite_d)
-    return float(ds.t_recovery)
+    if max_steps > 20000:
+        ds = dynamics(params, int(max_steps), M0=np.array([[m0]]), method="ode", n_points=2,
+                      finite_d=finite_d)
+        T = float(ds.t_recovery)
+        if not T < 2000:
+            return T
+        max_steps = int(2 * T) + 10
+    M, Q = np.array([[m0]]), np.eye(1)
+    for step in range(1, int(max_steps) + 1):
+        M, Q = step_map(params, M, Q, finite_d=finite_d)
+        if abs(M[0, 0]) >= params.eta:
+            return float(step)
+        if abs(M[0, 0]) < 1e-3 * abs(m0) or not np.isfinite(M[0, 0]):
+            return np.inf
+    return np.inf
 
 
 def linear_rate(params, *, finite_d=True, eps=1e-6):
