@@ -56,7 +56,7 @@ def test_full_batch_gradient_and_moments_of_delta_x(net):
     M, n2, n1 = W2.shape
     rng = np.random.default_rng(1)
     U = np.linalg.qr(rng.standard_normal((M, n2, n2)))[0]
-    grad, mean, var = _kernels.gradient_moments(W2, A1, y, W3, np.ascontiguousarray(U))
+    grad, mean, var, gg = _kernels.gradient_moments(W2, A1, y, W3, np.ascontiguousarray(U))
     for m in range(M):
         np.testing.assert_allclose(grad[m], fd_gradient(W2[m], A1[m], y[m], W3[m]), atol=1e-8, rtol=1e-6)
         phi = np.tanh(A1[m] @ W2[m].T)
@@ -67,6 +67,8 @@ def test_full_batch_gradient_and_moments_of_delta_x(net):
         # same sums in another order: rounding only
         np.testing.assert_allclose(mean[m], rot.mean(axis=0), atol=1e-13, rtol=1e-9)
         np.testing.assert_allclose(var[m], rot.var(axis=0), atol=1e-13, rtol=1e-8)
+        rg = np.einsum("li,dlj->dij", U[m], per_sample)  # U^T Delta per sample
+        np.testing.assert_allclose(gg[m], np.mean(np.sum(rg ** 2, axis=2), axis=0), rtol=1e-10)
 
 
 def test_divergence_bound_stops_a_model(net):

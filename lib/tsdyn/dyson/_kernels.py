@@ -108,12 +108,16 @@ def gradient_moments(W2, A1, Y, W3, U):
         Mean over samples of the rotated Delta^X (K = -mean, eq. 4.4).
     var : (M, n2, n2)
         Variance over samples of each element of the rotated Delta^X (V of eq. 4.4).
+    gg : (M, n2)
+        Mean over samples of (U^T Delta Delta^T U)_ii = |a|^2 q_i^2: the second moment
+        behind the O(eps^2) term eps^2 Delta_B Delta_B^T of the change of X.
     """
     M, n2, n1 = W2.shape
     D = A1.shape[1]
     grad = np.zeros((M, n2, n1))
     mean = np.zeros((M, n2, n2))
     var = np.zeros((M, n2, n2))
+    gg = np.zeros((M, n2))
     for m in numba.prange(M):
         z = np.empty(n2)
         g = np.empty(n2)
@@ -132,6 +136,9 @@ def gradient_moments(W2, A1, Y, W3, U):
                 y_hat += W3[m, i] * phi
                 g[i] = W3[m, i] * (1.0 - phi * phi)
             e = y_hat - Y[m, k]
+            a2 = 0.0
+            for j in range(n1):
+                a2 += A1[m, k, j] * A1[m, k, j]
             for i in range(n2):
                 g[i] *= e
                 for j in range(n1):
@@ -144,6 +151,7 @@ def gradient_moments(W2, A1, Y, W3, U):
                     qi += U[m, l, i] * g[l]
                 p[i] = pi
                 q[i] = qi
+                gg[m, i] += a2 * qi * qi
             for i in range(n2):
                 for l in range(n2):
                     r = p[i] * q[l] + q[i] * p[l]
@@ -156,7 +164,8 @@ def gradient_moments(W2, A1, Y, W3, U):
                 mu = s1[i, l] / D
                 mean[m, i, l] = mu
                 var[m, i, l] = max(s2[i, l] / D - mu * mu, 0.0)
-    return grad, mean, var
+            gg[m, i] /= D
+    return grad, mean, var, gg
 
 
 @njit

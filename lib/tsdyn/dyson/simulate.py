@@ -127,6 +127,9 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
         - ``S``: average level spacing (x_max - x_min) / (n2 - 1) (4.5);
         - ``K`` (t, model, eig): K_ii = -E[Delta^X_ii] in the eigenbasis of X, same order as x;
         - ``V`` (t, model, eig, eig2): V_ij = Var[Delta^X_ij] over single samples, same basis (4.4);
+        - ``C`` (t, model, eig): C_ii = (U^T Cov[Delta] U)_ii, summed over the n1 columns: the
+          noise part of eps^2 Delta_B Delta_B^T adds T C_ii per unit tau to the drift of x_i, an
+          Ito term that eq. (4.3) leaves out;
         - ``diverged``, ``t_diverged`` (model): a model whose |W^(2)|_F reaches
           ``params.w_max`` (or turns non-finite) is stopped, flagged, and its later
           records are NaN. The loss itself cannot blow up: tanh features are bounded,
@@ -159,6 +162,7 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
     nan = lambda *shape: np.full(shape, np.nan)  # noqa: E731
     obs = {k: nan(n_rec, M) for k in ("loss", "grad_norm", "G0", "align", "S")}
     x_rec, K_rec, V_rec = nan(n_rec, M, n2), nan(n_rec, M, n2), nan(n_rec, M, n2, n2)
+    C_rec = nan(n_rec, M, n2)
     alive = np.ones(M, dtype=np.bool_)
     diverged_at = np.full(M, -1, dtype=np.int64)
     z0 = np.einsum("mij,mkj->mki", W2, A1)
@@ -187,12 +191,15 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
         obs["S"][r] = (x[:, -1] - x[:, 0]) / (n2 - 1)
         x_rec[r] = x
         if moments == "all" or r in (0, n_rec - 1):
-            grad, mean, var = _kernels.gradient_moments(W2, A1m, Ym, W3, np.ascontiguousarray(U))
+            grad, mean, var, gg = _kernels.gradient_moments(W2, A1m, Ym, W3, np.ascontiguousarray(U))
             obs["grad_norm"][r] = np.sqrt(np.sum(grad ** 2, axis=(1, 2)))
             K_rec[r], V_rec[r] = -np.diagonal(mean, axis1=1, axis2=2), var
+            # Cov of the per-sample gradient rows, sum_k Cov(Delta_ik, Delta_ik), in the X basis
+            mg = np.einsum("mli,mlj->mij", U, grad)  # (U^T E[Delta])
+            C_rec[r] = gg - np.sum(mg ** 2, axis=2)
         for arr in (*obs.values(),):
             arr[r, ~live] = np.nan
-        for arr in (x_rec, K_rec, V_rec):
+        for arr in (x_rec, K_rec, V_rec, C_rec):
             arr[r, ~live] = np.nan
     t_div = np.where(diverged_at >= 0, diverged_at.astype(float), np.inf)
     units = {"loss": "1", "grad_norm": "1", "G0": "1", "align": "1", "S": "1"}
@@ -206,6 +213,9 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
                                               "units": "per unit tau"}),
         "V": (("t", "model", "eig", "eig2"), V_rec,
               {"long_name": "V_ij = Var[Delta^X_ij] over single samples, eigenbasis of X (4.4)"}),
+        "C": (("t", "model", "eig"), C_rec,
+              {"long_name": "C_ii = sum_k Var[Delta_ik] over single samples, eigenbasis of X; "
+                            "the Ito drift of X = W W^T is T C_ii (not in eq. 4.3)"}),
         "z_var": (("model",), z_var, {"long_name": "variance of z = W2 a at t = 0 (sigma_z^2, 2.19)"}),
         "diverged": (("model",), diverged_at >= 0),
         "t_diverged": (("model",), t_div, {"units": "SGD steps", "bound": f"|W2|_F >= {params.w_max:g}"}),
