@@ -1,0 +1,63 @@
+"""The sparse chapter runs at quick scale and its glued figures hold."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+import chapters  # noqa: E402
+
+NOTEBOOK = ROOT / "book" / "05_sparse.ipynb"
+
+
+@pytest.fixture(scope="module")
+def glued(tmp_path_factory):
+    out = tmp_path_factory.mktemp("sparse") / "05_sparse.ipynb"
+    chapters.execute(NOTEBOOK, out, {"scale": "quick"})
+    return chapters.read_glue(out)
+
+
+@pytest.mark.slow
+def test_two_matrix_transition(glued):
+    g = glued
+    # d = 2 has no transition (paper, Fig. 1): with 16 runs per m, at most a quarter of
+    # failures at any m (a real transition would give 0 below m_c).
+    assert g["d2_success_min"] >= 0.75
+    # m_c grows with d: the fitted slope is positive by more than 3 standard errors.
+    assert g["mc_slope"] > 3 * g["mc_slope_se"]
+    # ... and is of the order of the counting argument's d (prefactor O(1), here 1 to 4).
+    assert 1.0 <= g["mc_over_d_min"] <= g["mc_over_d_max"] <= 4.0
+    # First-order transition: final Hamming distances are bimodal; fewer than 10% of the
+    # runs with d >= 3 end in the gap (0.05, 0.25) (quick data: about 1%).
+    assert g["gap_fraction"] < 0.10
+    # m_c does not depend on N: the N's agree within 3 combined standard errors.
+    assert g["mc_N_max_z"] < 3
+
+
+@pytest.mark.slow
+def test_mismatched_and_one_matrix(glued):
+    g = glued
+    # Near m_c, partly recovered students are common for d_t = 2 (continuous transition)
+    # and rare for d_t = 4 (discontinuous), as in the paper.
+    assert g["mm_gap_small_dt"] > g["mm_gap_large_dt"]
+    # One matrix: m_c / d ~ N^alpha with alpha = 1 (counting argument), within 3 standard
+    # errors of the fit plus 0.2 for the pre-asymptotic sizes N = 16..64.
+    assert abs(g["erf_exponent"] - 1) < 3 * g["erf_exponent_se"] + 0.2
+
+
+@pytest.mark.slow
+def test_chapter_runtime_at_quick_scale(glued):
+    """DESIGN: a chapter at quick scale runs in at most 3 minutes on 2 cores (CI's
+    machine; with the rest of the test suite running beside it, allow 2x)."""
+    assert glued["runtime_s"] < 2 * 180
+
+
+def test_bad_parameter_fails_in_the_first_cells(tmp_path):
+    import papermill
+
+    with pytest.raises(papermill.PapermillExecutionError,
+                       match=r"d \(teacher non-zeros per row and column\) must be an integer >= 1; got 0") as info:
+        chapters.execute(NOTEBOOK, tmp_path / "bad.ipynb", {"ds": [0, 3]})
+    assert info.value.exec_count <= 3  # the parameters, the injected ones, the checks
