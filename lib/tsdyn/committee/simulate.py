@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from .. import _validate
+from .. import _seeds, _validate
 from . import _kernels
 from ._dataset import overlaps_dataset, times
 from .params import Params, check_params
@@ -11,22 +11,9 @@ from .params import Params, check_params
 _BLOCK_NUMBERS = 2 ** 20
 
 
-def _seed_sequence(seed):
-    if isinstance(seed, np.random.SeedSequence):
-        return seed
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0:
-        return np.random.SeedSequence(int(seed))
-    raise ValueError(f"seed must be a non-negative integer or a numpy SeedSequence; got {seed!r}")
-
-
 def _streams(ss):
-    """Four independent child seeds (teacher, student, inputs, label noise).
-
-    Built from ``ss``'s entropy and spawn key rather than ``ss.spawn``, which is
-    stateful: the same ``ss`` must give the same children on every call.
-    """
-    return [np.random.SeedSequence(ss.entropy, spawn_key=(*ss.spawn_key, i),
-                                   pool_size=ss.pool_size) for i in range(4)]
+    """Four independent child seeds (teacher, student, inputs, label noise)."""
+    return _seeds.children(ss, 4)
 
 
 def initial_weights(params, seed):
@@ -36,7 +23,7 @@ def initial_weights(params, seed):
     streams come from children of ``seed``, so the same seed gives the same
     networks whatever else is asked of the run.
     """
-    teacher, student, _, _ = _streams(_seed_sequence(seed))
+    teacher, student, _, _ = _streams(seed)
     w_star = np.random.default_rng(teacher).standard_normal((params.M, params.N)) * params.w_star_std
     w = np.random.default_rng(student).standard_normal((params.K, params.N)) * params.w_init_std
     v = np.full(params.K, float(params.v_init))
@@ -79,7 +66,7 @@ def simulate(params, t_max, *, seed, n_points=200, spacing="linear"):
     _validate.real("t_max", t_max, low=1.0 / params.N,
                    doc=f"length of the run in steps/N, at least one step (1/N = {1.0 / params.N:g})")
     _validate.integer("n_points", n_points, low=2, doc="number of recording times")
-    ss = _seed_sequence(seed)
+    ss = _seeds.seed_sequence(seed)
     w_star, w, v = initial_weights(params, ss)
     _, _, input_ss, noise_ss = _streams(ss)
     rng_x, rng_noise = np.random.default_rng(input_ss), np.random.default_rng(noise_ss)

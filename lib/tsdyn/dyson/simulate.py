@@ -3,20 +3,12 @@
 import numpy as np
 import xarray as xr
 
-from .. import __version__, _validate
+from .. import __version__, _seeds, _validate
 from . import _kernels
 from .params import Params
 
 # Mini-batch indices are drawn in blocks of at most this many steps per model.
 _BLOCK_STEPS = 2048
-
-
-def _seed_sequence(seed):
-    if isinstance(seed, np.random.SeedSequence):
-        return seed
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0:
-        return np.random.SeedSequence(int(seed))
-    raise ValueError(f"seed must be a non-negative integer or a numpy SeedSequence; got {seed!r}")
 
 
 def _stream(ss, model, kind):
@@ -26,8 +18,7 @@ def _stream(ss, model, kind):
     m of an ensemble is the same network trained on the same batches whatever
     ``n_models`` is.
     """
-    return np.random.default_rng(np.random.SeedSequence(
-        ss.entropy, spawn_key=(*ss.spawn_key, model, kind), pool_size=ss.pool_size))
+    return np.random.default_rng(_seeds.child(ss, model, kind))
 
 
 def networks(params, *, seed, n_models):
@@ -48,7 +39,7 @@ def networks(params, *, seed, n_models):
     if not isinstance(params, Params):
         raise ValueError(f"params must be a dyson.Params; got {type(params).__name__}")
     _validate.integer("n_models", n_models, low=1, doc="ensemble size")
-    ss = _seed_sequence(seed)
+    ss = _seeds.seed_sequence(seed)
     n0, n1, n2, _ = params.layers
     D, Dt = params.n_train, params.n_test
     out = {k: [] for k in ("W1", "W2_teacher", "W3", "W2", "A1_train", "A1_test", "y_train", "y_test")}
@@ -148,7 +139,7 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
     moment_samples = min(moment_samples, params.n_train)
     if moments not in ("all", "ends"):
         raise ValueError(f"moments must be 'all' or 'ends'; got {moments!r}")
-    ss = _seed_sequence(seed)
+    ss = _seeds.seed_sequence(seed)
     net = networks(params, seed=ss, n_models=n_models)
     batch_rngs = [_stream(ss, m, 3) for m in range(n_models)]
     M, n2, n1 = net["W2"].shape

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import xarray as xr
 
-from .. import __version__, _validate
+from .. import __version__, _seeds, _validate
 from . import _kernels
 from .params import ALGORITHMS, LOSSES, Params
 
@@ -20,19 +20,10 @@ _BLOCK_NUMBERS = 2 ** 18
 SAMPLERS = ("full", "reduced")
 
 
-def _seed_sequence(seed):
-    if isinstance(seed, np.random.SeedSequence):
-        return seed
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0:
-        return np.random.SeedSequence(int(seed))
-    raise ValueError(f"seed must be a non-negative integer or a numpy SeedSequence; got {seed!r}")
-
-
 def _streams(ss):
     """Five independent children (teacher, student, inputs, label noise, orthogonal part),
     built from ``ss``'s entropy and spawn key so that they do not depend on ss's state."""
-    return [np.random.SeedSequence(ss.entropy, spawn_key=(*ss.spawn_key, i),
-                                   pool_size=ss.pool_size) for i in range(5)]
+    return _seeds.children(ss, 5)
 
 
 def initial_weights(params, seed):
@@ -45,7 +36,7 @@ def initial_weights(params, seed):
     ``m0`` given, w_j = m0 w*_{j mod k} + sqrt(1 - m0^2) u_j with u_j a random unit
     vector orthogonal to W* (a warm start, for comparisons with the theory).
     """
-    teacher, student, *_ = _streams(_seed_sequence(seed))
+    teacher, student, *_ = _streams(seed)
     d, p, k = params.d, params.p, params.k
     q, _ = np.linalg.qr(np.random.default_rng(teacher).standard_normal((d, k)))
     Wstar = np.ascontiguousarray(q.T)
@@ -78,7 +69,7 @@ class _Runner:
             raise ValueError(f"params must be a largebatch.Params; got {type(params).__name__}")
         if sampler not in SAMPLERS:
             raise ValueError(f"sampler must be one of {SAMPLERS}; got {sampler!r}")
-        self.p, self.ss = params, _seed_sequence(seed)
+        self.p, self.ss = params, _seeds.seed_sequence(seed)
         self.Wstar, self.W = initial_weights(params, self.ss)
         _, _, inputs, noise, perp = _streams(self.ss)
         self.rng_x, self.rng_noise = np.random.default_rng(inputs), np.random.default_rng(noise)
