@@ -24,3 +24,23 @@ def real(name, value, *, low=-math.inf, high=math.inf, low_open=False, high_open
         right = ")" if high_open else "]"
         raise ValueError(
             f"{_describe(name, doc)} must be a finite number in {left}{low}, {high}{right}; got {value!r}")
+
+
+def flat_attrs(params, **extra):
+    """A parameter dataclass as flat, netCDF-safe attributes, plus ``extra`` derived ones.
+
+    None becomes the string "None", booleans become 0/1 and tuples become lists, so
+    that a result's ``attrs`` survive saving to netCDF.
+    """
+    from dataclasses import asdict
+
+    out = {}
+    for key, value in {**asdict(params), **extra}.items():
+        if value is None:
+            value = "None"
+        elif isinstance(value, bool):
+            value = int(value)
+        elif isinstance(value, tuple):
+            value = list(value)
+        out[key] = value
+    return out

@@ -1,6 +1,6 @@
 """Parameters of a teacher-student pair of two-layer networks trained by SGD."""
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -72,14 +72,7 @@ class Params:
 
     def attrs(self):
         """The parameters as flat, netCDF-safe attributes."""
-        out = {}
-        for key, value in asdict(self).items():
-            if value is None:
-                value = "None"
-            elif isinstance(value, bool):
-                value = int(value)
-            out[key] = value
-        return out
+        return _validate.flat_attrs(self)
 
 
 def check_params(params):

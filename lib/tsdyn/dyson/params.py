@@ -1,7 +1,7 @@
 """Parameters of an ensemble of tanh teacher-student networks trained by mini-batch SGD."""
 
 import numbers
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from .. import _validate
 
@@ -93,8 +93,4 @@ class Params:
 
     def attrs(self):
         """The parameters as flat, netCDF-safe attributes (plus T and 1/sigma_w)."""
-        out = asdict(self)
-        out["layers"] = list(self.layers)
-        out["T"] = self.T
-        out["inv_sigma_w"] = self.inv_sigma_w
-        return out
+        return _validate.flat_attrs(self, T=self.T, inv_sigma_w=self.inv_sigma_w)

@@ -1,6 +1,6 @@
 """Parameters of one-pass SGD with large batches on a multi-index target."""
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from .. import _validate
 from . import functions
@@ -89,6 +89,4 @@ class Params:
 
     def attrs(self):
         """The parameters as flat, netCDF-safe attributes (with n_b and gamma)."""
-        out = {key: ("None" if value is None else value) for key, value in asdict(self).items()}
-        out.update(n_b=self.n_b, gamma=self.gamma)
-        return out
+        return _validate.flat_attrs(self, n_b=self.n_b, gamma=self.gamma)

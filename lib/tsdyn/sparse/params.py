@@ -1,22 +1,11 @@
 """Parameters of the sparse teacher-student models (Marino & Ricci-Tersenghi, sec. 3.2)."""
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from .. import _validate
 
 MODELS = ("two_matrix", "one_matrix")
 REDUCTIONS = ("sum", "mean")
-
-
-def _attrs(obj):
-    out = {}
-    for key, value in asdict(obj).items():
-        if value is None:
-            value = "None"
-        elif isinstance(value, bool):
-            value = int(value)
-        out[key] = value
-    return out
 
 
 @dataclass(frozen=True)
@@ -95,7 +84,7 @@ class Params:
 
     def attrs(self):
         """The parameters as flat, netCDF-safe attributes."""
-        return _attrs(self)
+        return _validate.flat_attrs(self)
 
 
 @dataclass(frozen=True)
@@ -136,4 +125,4 @@ class SGDParams:
 
     def attrs(self):
         """The parameters as flat, netCDF-safe attributes."""
-        return _attrs(self)
+        return _validate.flat_attrs(self)
