@@ -1,22 +1,10 @@
 """The committee chapter runs at quick scale and its glued agreement figures hold."""
 
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-import chapters  # noqa: E402
+from _chapter import assert_fails_in_first_cells, assert_quick_runtime, glued_fixture
 
-NOTEBOOK = ROOT / "book" / "01_committee.ipynb"
-
-
-@pytest.fixture(scope="module")
-def glued(tmp_path_factory):
-    out = tmp_path_factory.mktemp("committee") / "01_committee.ipynb"
-    chapters.execute(NOTEBOOK, out, {"scale": "quick"})
-    return chapters.read_glue(out)
+glued = glued_fixture("01_committee")
 
 
 @pytest.mark.slow
@@ -51,15 +39,9 @@ def test_chapter_agreement_figures(glued):
 
 @pytest.mark.slow
 def test_chapter_runtime_at_quick_scale(glued):
-    """DESIGN: a chapter at quick scale runs in at most 3 minutes on 2 cores (CI's
-    machine; with the rest of the test suite running beside it, allow 2x)."""
-    assert glued["runtime_s"] < 2 * 180
+    assert_quick_runtime(glued)
 
 
 def test_bad_parameter_fails_in_the_first_cells(tmp_path):
-    import papermill
-
-    with pytest.raises(papermill.PapermillExecutionError,
-                       match=r"K \(student hidden units\) must be an integer >= 1; got -1") as info:
-        chapters.execute(NOTEBOOK, tmp_path / "bad.ipynb", {"K": -1})
-    assert info.value.exec_count <= 3  # the parameters, the injected ones, the checks
+    assert_fails_in_first_cells("01_committee", tmp_path, {'K': -1},
+                                r"K \(student hidden units\) must be an integer >= 1; got -1")

@@ -1,22 +1,10 @@
 """The large-batch chapter runs at quick scale and its glued agreement figures hold."""
 
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-import chapters  # noqa: E402
+from _chapter import assert_fails_in_first_cells, assert_quick_runtime, glued_fixture
 
-NOTEBOOK = ROOT / "book" / "02_largebatch.ipynb"
-
-
-@pytest.fixture(scope="module")
-def glued(tmp_path_factory):
-    out = tmp_path_factory.mktemp("largebatch") / "02_largebatch.ipynb"
-    chapters.execute(NOTEBOOK, out, {"scale": "quick"})
-    return chapters.read_glue(out)
+glued = glued_fixture("02_largebatch")
 
 
 @pytest.mark.slow
@@ -47,17 +35,14 @@ def test_chapter_agreement_figures(glued):
 
 @pytest.mark.slow
 def test_chapter_runtime_at_quick_scale(glued):
-    """DESIGN: a chapter at quick scale runs in at most 3 minutes on 2 cores (CI's
-    machine; with the rest of the test suite running beside it, allow 2x)."""
-    assert glued["runtime_s"] < 2 * 180
+    assert_quick_runtime(glued)
 
 
 def test_bad_parameter_fails_in_the_first_cells(tmp_path):
-    import papermill
+    assert_fails_in_first_cells("02_largebatch", tmp_path, {'dyn_d': 1},
+                                r"d \(input dimension\) must be an integer >= 2; got 1")
 
-    with pytest.raises(papermill.PapermillExecutionError,
-                       match=r"d \(input dimension\) must be an integer >= 2; got 1"):
-        chapters.execute(NOTEBOOK, tmp_path / "bad.ipynb", {"dyn_d": 1})
-    with pytest.raises(papermill.PapermillExecutionError,
-                       match=r"eta \(weak-recovery threshold\) must be a finite number in \(0.0, 1.0\)"):
-        chapters.execute(NOTEBOOK, tmp_path / "bad2.ipynb", {"eta": 1.5})
+
+def test_bad_parameter_fails_in_the_first_cells_2(tmp_path):
+    assert_fails_in_first_cells("02_largebatch", tmp_path, {'eta': 1.5},
+                                r"eta \(weak-recovery threshold\) must be a finite number in \(0.0, 1.0\)")
