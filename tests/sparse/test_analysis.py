@@ -111,3 +111,85 @@ def test_transition_width_on_hand_made_fractions():
     assert out["width"] == pytest.approx(6 * ((8 / 6) ** 0.8 - (8 / 6) ** 0.2))
     with pytest.raises(ValueError, match="levels must satisfy 0 < lo < hi < 1"):
         sparse.transition_width(m, success, lo=0.8, hi=0.2)
+
+
+def test_success_interval_is_the_wilson_score_interval():
+    # 3 successes of 10, z = 1: centre (0.3 + 1/20) / 1.1, half 1/1.1 sqrt(0.021 + 1/400)
+    p, lo, hi = sparse.success_interval(np.array([True] * 3 + [False] * 7))
+    half = np.sqrt(0.3 * 0.7 / 10 + 1 / 400) / 1.1
+    assert p == pytest.approx(0.3)
+    assert lo == pytest.approx(0.35 / 1.1 - half) and hi == pytest.approx(0.35 / 1.1 + half)
+    # all failing or all succeeding: the interval keeps a width z^2 / (n + z^2)
+    p, lo, hi = sparse.success_interval(np.zeros((2, 8), bool))
+    np.testing.assert_allclose(hi, 1 / 9)
+    np.testing.assert_allclose(lo, 0, atol=1e-15)
+    p, lo, hi = sparse.success_interval(np.ones(8, bool))
+    assert lo == pytest.approx(8 / 9) and hi == 1.0
+    with pytest.raises(ValueError, match=r"z \(width of the interval in standard deviations\) must be a finite number in \(0.0, inf\]; got 0"):
+        sparse.success_interval(np.ones(8, bool), z=0)
+
+
+def test_success_interval_covers_about_68_percent():
+    """Exact coverage of the z = 1 interval for n = 12 runs (binomial probabilities of
+    every outcome k), averaged over p uniform in [0.05, 0.95]: within 0.03 of the
+    nominal 0.683 (Wilson intervals are known to hold their level on average, while the
+    coverage at a single p oscillates with the discreteness of k, here 0.38 to 0.88)."""
+    from scipy.stats import binom
+    n = 12
+    k = np.arange(n + 1)
+    _, lo, hi = sparse.success_interval(np.arange(n)[None, :] < k[:, None])
+    ps = np.linspace(0.05, 0.95, 181)
+    coverage = [binom.pmf(k, n, q)[(lo <= q) & (q <= hi)].sum() for q in ps]
+    assert abs(np.mean(coverage) - 0.683) < 0.03
+
+
+def test_mean_se_pools_the_given_dimensions():
+    import xarray as xr
+    da = xr.DataArray(np.arange(12.0).reshape(2, 3, 2), dims=("m", "N", "seed"))
+    mean, se = sparse.mean_se(da, ["N", "seed"])
+    np.testing.assert_allclose(mean, [2.5, 8.5])
+    np.testing.assert_allclose(se, np.std(np.arange(6.0), ddof=1) / np.sqrt(6))
+    with pytest.raises(ValueError, match="at least 2 entries"):
+        sparse.mean_se(da.isel(seed=[0]), "seed")
+
+
+def test_gap_fraction_and_near_transition():
+    h = np.array([0.0, 0.0, 0.1, 0.2, 0.3, 0.5, 0.05, 0.25])
+    # strictly inside (0.05, 0.25): 0.1 and 0.2
+    assert sparse.gap_fraction(h, 0.05, 0.25) == pytest.approx(2 / 8)
+    with pytest.raises(ValueError, match="without NaN"):
+        sparse.gap_fraction([0.1, np.nan])
+    with pytest.raises(ValueError, match="gap bounds must satisfy"):
+        sparse.gap_fraction(h, 0.3, 0.2)
+    m = [2, 4, 8, 16, 32, 64]
+    np.testing.assert_array_equal(sparse.near_transition(m, 10.0), [False, False, True, True, False, False])
+    np.testing.assert_array_equal(sparse.near_transition(m, 16.0), [False, False, True, True, True, False])
+    assert not sparse.near_transition(m, np.inf).any()
+
+
+def test_max_pairwise_z():
+    # pairs: |1 - 2| / 5^0.5, |1 - 4| / 5^0.5, |2 - 4| / 8^0.5; NaN entries are skipped
+    z = sparse.max_pairwise_z([1.0, 2.0, 4.0, np.nan], [1.0, 2.0, 2.0, 1.0])
+    assert z == pytest.approx(3 / np.sqrt(5))
+    assert np.isnan(sparse.max_pairwise_z([1.0], [1.0]))
+
+
+def test_bootstrap_resamples_runs_per_m():
+    """With one run succeeding of two at every m, the resampled fraction at one m is
+    0, 1/2 or 1 with probabilities 1/4, 1/2, 1/4 (within 4 binomial s.e. over 4000)."""
+    success = np.array([[True, False]] * 3)
+    boot = sparse.bootstrap(success, lambda f: f[0], n_boot=4000, seed=1)
+    for value, prob in [(0.0, 0.25), (0.5, 0.5), (1.0, 0.25)]:
+        assert abs(np.mean(boot == value) - prob) < 4 * np.sqrt(prob * (1 - prob) / 4000)
+    # the same seed, the same resamples
+    np.testing.assert_array_equal(boot, sparse.bootstrap(success, lambda f: f[0], n_boot=4000, seed=1))
+
+
+def test_width_floor_is_the_width_of_a_perfect_step():
+    m = np.array([2, 4, 6, 8, 12])
+    step = np.repeat((m >= 8)[:, None], 10, axis=1)
+    m_c = sparse.critical_batch(m, step)["m_c"]
+    assert sparse.width_floor(m, m_c) == pytest.approx(sparse.transition_width(m, step)["width"])
+    assert sparse.width_floor(m, m_c) == pytest.approx(6 * ((8 / 6) ** 0.8 - (8 / 6) ** 0.2))
+    with pytest.raises(ValueError, match="m must be increasing"):
+        sparse.width_floor([4, 2], 3.0)

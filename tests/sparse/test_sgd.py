@@ -73,3 +73,9 @@ def test_non_finite_weights_stop_the_run():
     W = np.full((N, N), np.nan)
     X = np.ones((3 * m, N))
     assert _kernels.sgd_steps(W, X, np.zeros(3 * m), m, 0.1, 1.0, False) == 0
+
+
+def test_bad_step_count_names_steps():
+    p = sparse.SGDParams(N=8, d=2, m=4, lr=0.1)
+    with pytest.raises(ValueError, match=r"steps \(SGD steps\) must be an integer >= 1; got 0"):
+        sparse.sgd(p, 0, seed=0)

@@ -7,10 +7,14 @@ from tsdyn import sparse
 
 
 def test_counting_argument_values():
-    # two matrices: 2 N d signs vs 2 m N numbers per mini-batch -> m = d
-    np.testing.assert_array_equal(sparse.counting_m_c("two_matrix", 100, [3, 4, 5]), [3, 4, 5])
-    # one matrix: N d signs vs m numbers -> m = N d
+    # outputs only: two matrices, 2 N d signs vs m N outputs per mini-batch -> m = 2 d
+    np.testing.assert_array_equal(sparse.counting_m_c("two_matrix", 100, [3, 4, 5]), [6, 8, 10])
+    # the paper's mixed count: 2 N d signs vs 2 m N inputs and outputs -> m = d
+    np.testing.assert_array_equal(sparse.counting_m_c("two_matrix", 100, [3, 4, 5], count="paper"),
+                                  [3, 4, 5])
+    # one matrix: N d signs vs m outputs -> m = N d, in both counts
     assert sparse.counting_m_c("one_matrix", 64, 2) == 128
+    assert sparse.counting_m_c("one_matrix", 64, 2, count="paper") == 128
 
 
 def test_counting_argument_bad_input():
@@ -18,6 +22,8 @@ def test_counting_argument_bad_input():
         sparse.counting_m_c("dense", 10, 2)
     with pytest.raises(ValueError, match=r"d \(non-zeros per row and column\) must be >= 1"):
         sparse.counting_m_c("two_matrix", 10, [0, 2])
+    with pytest.raises(ValueError, match=r"count must be one of \('outputs', 'paper'\); got 'inputs'"):
+        sparse.counting_m_c("two_matrix", 10, 2, count="inputs")
 
 
 @pytest.mark.parametrize("params, ternary", [

@@ -6,11 +6,15 @@ column) is inferred by a greedy zero-temperature Metropolis rule on fresh
 mini-batches (:func:`greedy`), or learnt by a dense real-valued student with
 mini-batch SGD (:func:`sgd`). The paper's theory is a counting argument
 (:mod:`.theory`); the simulations locate the critical mini-batch size m_c with a
-defined estimator (:func:`critical_batch`).
+defined estimator (:func:`critical_batch`); :mod:`.cost` measures what the
+chapter's grids cost.
 """
 
-from .analysis import (critical_batch, crossing, hamming, success_fraction, tp_tn_rates,
-                       transition_width)
+from . import cost
+from .analysis import (bootstrap, critical_batch, crossing, gap_fraction, hamming, max_pairwise_z,
+                       mean_se, near_transition, success_fraction, success_interval, tp_tn_rates,
+                       transition_width, width_floor)
+from .cost import erf_batch_sizes
 from .experiments import greedy_point, sgd_point
 from .graph import regular_bipartite
 from .greedy import greedy, record_sweeps
@@ -22,5 +26,7 @@ from .theory import counting_m_c, random_student_hamming
 __all__ = [
     "Params", "SGDParams", "regular_bipartite", "draw_networks", "greedy", "sgd", "record_sweeps",
     "hamming", "tp_tn_rates", "success_fraction", "crossing", "critical_batch", "transition_width",
-    "greedy_point", "sgd_point", "counting_m_c", "random_student_hamming",
+    "greedy_point", "sgd_point", "counting_m_c", "random_student_hamming", "success_interval",
+    "mean_se", "gap_fraction", "near_transition", "max_pairwise_z", "bootstrap", "width_floor",
+    "erf_batch_sizes", "cost",
 ]

@@ -71,6 +71,102 @@ def success_fraction(success):
     return p, np.sqrt(p * (1 - p) / max(n - 1, 1))
 
 
+def success_interval(success, z=1.0):
+    """Fraction of successful runs with its Wilson score interval (z = 1: about 68%).
+
+    ``success`` is a boolean array (..., runs); returns (fraction, lower, upper) over
+    the last axis. Unlike the binomial standard error of :func:`success_fraction`,
+    the interval does not collapse to zero width when every run fails or succeeds:
+    with n runs all failing, the upper end is z^2 / (n + z^2).
+    """
+    success = np.asarray(success, float)
+    _validate.real("z", z, low=0.0, low_open=True, doc="width of the interval in standard deviations")
+    n = success.shape[-1]
+    p = success.mean(-1)
+    centre = (p + z ** 2 / (2 * n)) / (1 + z ** 2 / n)
+    half = z / (1 + z ** 2 / n) * np.sqrt(p * (1 - p) / n + z ** 2 / (4 * n ** 2))
+    return p, np.maximum(centre - half, 0.0), np.minimum(centre + half, 1.0)
+
+
+def mean_se(values, dims):
+    """Mean of an xarray DataArray over ``dims`` and its standard error (ddof = 1 over the
+    pooled entries of those dimensions)."""
+    dims = [dims] if isinstance(dims, str) else list(dims)
+    n = int(np.prod([values.sizes[d] for d in dims]))
+    if n < 2:
+        raise ValueError(f"the standard error needs at least 2 entries over {dims}; got {n}")
+    return values.mean(dims), values.std(dims, ddof=1) / np.sqrt(n)
+
+
+def gap_fraction(hamming_values, lo=0.05, hi=0.25):
+    """Fraction of runs ending partly recovered: final Hamming distance in (lo, hi).
+
+    Between the two phases of a discontinuous transition (Hamming distance 0, or near
+    the random-guess value) this range stays nearly empty; a continuous transition
+    fills it near m_c (sec. 4.2). NaN entries are refused.
+    """
+    h = np.asarray(hamming_values, float)
+    if not 0 <= lo < hi <= 1:
+        raise ValueError(f"gap bounds must satisfy 0 <= lo < hi <= 1; got lo={lo}, hi={hi}")
+    if h.size == 0 or np.isnan(h).any():
+        raise ValueError(f"hamming_values must be a non-empty array without NaN; got size {h.size}")
+    return float(np.mean((h > lo) & (h < hi)))
+
+
+def near_transition(m, m_c, factor=2.0):
+    """Boolean mask of the mini-batch sizes within a factor ``factor`` of m_c:
+    m_c / factor <= m <= factor m_c (all False when m_c is not finite)."""
+    m = np.asarray(m, float)
+    _validate.real("factor", factor, low=1.0, doc="half-width of the window in log m (as a factor)")
+    if not np.isfinite(m_c) or m_c <= 0:
+        return np.zeros(m.shape, bool)
+    return (m >= m_c / factor) & (m <= factor * m_c)
+
+
+def max_pairwise_z(values, errors):
+    """Largest |a - b| / sqrt(se_a^2 + se_b^2) over pairs of finite estimates (NaN if
+    fewer than two): do the estimates agree within their errors?"""
+    v, e = np.asarray(values, float), np.asarray(errors, float)
+    ok = np.isfinite(v) & np.isfinite(e)
+    v, e = v[ok], e[ok]
+    if len(v) < 2:
+        return np.nan
+    i, j = np.triu_indices(len(v), 1)
+    return float(np.max(np.abs(v[i] - v[j]) / np.hypot(e[i], e[j])))
+
+
+def bootstrap(success, statistic, *, n_boot=1000, seed=0):
+    """``statistic`` (a function of the success fraction per m) over ``n_boot``
+    bootstrap resamples: the runs are redrawn with replacement independently at each m.
+
+    ``success``: bool array (n_m, runs). Returns an array of n_boot values.
+    """
+    success = np.asarray(success, bool)
+    n_m, runs = success.shape
+    rng = np.random.default_rng(seed)
+    pick = rng.integers(runs, size=(n_boot, n_m, runs))
+    frac = np.take_along_axis(np.broadcast_to(success, (n_boot, n_m, runs)), pick, axis=2).mean(2)
+    return np.array([statistic(f) for f in frac], float)
+
+
+def width_floor(m, m_c, lo=0.2, hi=0.8):
+    """Narrowest transition width the grid ``m`` can show at m_c.
+
+    A perfect step between the grid points m_k < m_{k+1} around m_c has its success
+    fraction interpolated linearly in log m (:func:`crossing`), so the ``lo`` and ``hi``
+    crossings lie at m_k r^lo and m_k r^hi with r = m_{k+1}/m_k: the width is
+    m_k (r^hi - r^lo), about (hi - lo) times the grid spacing.
+    """
+    m = np.asarray(m, float)
+    if len(m) < 2 or np.any(np.diff(m) <= 0):
+        raise ValueError(f"m must be increasing with at least two points; got {m.tolist()}")
+    if not 0 < lo < hi < 1:
+        raise ValueError(f"levels must satisfy 0 < lo < hi < 1; got lo={lo}, hi={hi}")
+    k = int(np.clip(np.searchsorted(m, m_c), 1, len(m) - 1))
+    r = m[k] / m[k - 1]
+    return float(m[k - 1] * (r ** hi - r ** lo))
+
+
 def crossing(m, fraction, level=0.5):
     """First m at which the fraction crosses ``level`` upwards, linearly interpolated
     in log m between the two grid points around the crossing.
@@ -129,12 +225,8 @@ def critical_batch(m, success, *, n_boot=1000, seed=0, level=0.5):
     if np.any(np.diff(m) <= 0):
         raise ValueError(f"m must be increasing; got {m.tolist()}")
     _validate.integer("n_boot", n_boot, low=2, doc="bootstrap resamples")
-    runs = success.shape[1]
     m_c = crossing(m, success.mean(1), level)
-    rng = np.random.default_rng(seed)
-    pick = rng.integers(runs, size=(n_boot, len(m), runs))
-    boot_frac = np.take_along_axis(success[None].repeat(n_boot, 0), pick, axis=2).mean(2)
-    boot = np.array([crossing(m, f, level) for f in boot_frac])
+    boot = bootstrap(success, lambda f: crossing(m, f, level), n_boot=n_boot, seed=seed)
     finite = boot[np.isfinite(boot)]
     if len(finite) >= 2:
         se = float(finite.std(ddof=1))
@@ -156,8 +248,7 @@ def transition_width(m, success, *, lo=0.2, hi=0.8, n_boot=1000, seed=0):
     where it crosses ``lo`` (both by :func:`crossing`), with a bootstrap error.
 
     For a finite-size-rounded transition the width shrinks as N grows. It cannot be
-    resolved below the grid: a perfect step between grid points m_k < m_{k+1} gives
-    m_k [(m_{k+1}/m_k)^hi - (m_{k+1}/m_k)^lo], about (hi - lo) times the spacing.
+    resolved below the grid (:func:`width_floor`).
 
     Returns
     -------
@@ -177,11 +268,8 @@ def transition_width(m, success, *, lo=0.2, hi=0.8, n_boot=1000, seed=0):
         a, b = crossing(m, frac, lo), crossing(m, frac, hi)
         return b - a if np.isfinite(a) and np.isfinite(b) else np.nan
 
+    _validate.integer("n_boot", n_boot, low=2, doc="bootstrap resamples")
     w = width(success.mean(1))
-    rng = np.random.default_rng(seed)
-    runs = success.shape[1]
-    pick = rng.integers(runs, size=(n_boot, len(m), runs))
-    boot_frac = np.take_along_axis(success[None].repeat(n_boot, 0), pick, axis=2).mean(2)
-    boot = np.array([width(f) for f in boot_frac])
+    boot = bootstrap(success, width, n_boot=n_boot, seed=seed)
     boot = boot[np.isfinite(boot)]
     return {"width": float(w), "width_se": float(boot.std(ddof=1)) if len(boot) >= 2 else np.nan}

@@ -13,9 +13,13 @@ from .params import Params
 _BLOCK_NUMBERS = 2 ** 20
 
 
-def record_sweeps(sweeps, n_points, spacing="log"):
-    """Sweeps after which a run is recorded: 0, ..., ``sweeps``, at most ``n_points`` of them."""
-    _validate.integer("sweeps", sweeps, low=1, doc="Monte Carlo sweeps")
+def record_sweeps(sweeps, n_points, spacing="log", *, name="sweeps", doc="Monte Carlo sweeps"):
+    """Sweeps after which a run is recorded: 0, ..., ``sweeps``, at most ``n_points`` of them.
+
+    ``name`` and ``doc`` name the length of the run in error messages (:func:`sgd`
+    passes "steps", "SGD steps").
+    """
+    _validate.integer(name, sweeps, low=1, doc=doc)
     _validate.integer("n_points", n_points, low=2, doc="number of recording times")
     if spacing == "log":
         t = np.geomspace(1, sweeps, n_points - 1)

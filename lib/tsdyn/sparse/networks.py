@@ -4,6 +4,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._seeds import child
 from . import _seeds
 from .graph import neighbours, regular_bipartite
 from .params import Params
@@ -28,11 +29,6 @@ class Networks:
     support_out: np.ndarray | None
 
 
-def _child(seed, name, which):
-    ss = _seeds.stream(seed, name)
-    return np.random.SeedSequence(ss.entropy, spawn_key=(*ss.spawn_key, which), pool_size=ss.pool_size)
-
-
 def draw_networks(params, *, seed):
     """Teacher and initial student of a run (same seed, same networks).
 
@@ -49,12 +45,12 @@ def draw_networks(params, *, seed):
     rng_init = _seeds.rng(seed, "student_init")
     teacher, student, support = [], [], []
     for which in range(n_mat):
-        mask = regular_bipartite(N, params.d, seed=_child(seed, "teacher_graph", which))
+        mask = regular_bipartite(N, params.d, seed=child(_seeds.stream(seed, "teacher_graph"), which))
         signs = rng_sign.choice(np.array([-1, 1], dtype=np.int8), size=(N, N))
         teacher.append((mask * signs).astype(np.int8))
         if params.mismatched:
             extra = regular_bipartite(N, params.student_d - params.d,
-                                      seed=_child(seed, "student_graph", which), avoid=mask)
+                                      seed=child(_seeds.stream(seed, "student_graph"), which), avoid=mask)
             supp = (mask + extra).astype(np.int8)
             values = np.array([-1, 0, 1], dtype=np.int8)
         else:

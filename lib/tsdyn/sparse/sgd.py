@@ -43,7 +43,7 @@ def sgd(params, steps, *, seed, n_points=30, spacing="log"):
     """
     if not isinstance(params, SGDParams):
         raise ValueError(f"params must be a sparse.SGDParams; got {type(params).__name__}")
-    rec = record_sweeps(steps, n_points, spacing)
+    rec = record_sweeps(steps, n_points, spacing, name="steps", doc="SGD steps")
     ss = _seeds.seed_sequence(seed)
     N, m, d = params.N, params.m, params.d
     teacher = draw_networks(Params(N=N, d=d, m=1, model="one_matrix"), seed=ss).teacher_in

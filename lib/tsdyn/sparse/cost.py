@@ -1,0 +1,166 @@
+"""What the chapter's grids cost: operation counts, timed short runs, and a fitted estimate.
+
+The paper-scale cost of the chapter is not typed in but measured: :func:`time_run`
+times short runs (a few sweeps or steps) at corners of the paper's grids, on one
+core; :func:`fit_cost` fits seconds = a + b * work to them (a: the fixed cost of a
+run, b: the cost of one unit of work); :func:`estimate` sums the fitted cost over
+every run of a grid (:func:`chapter_runs`).
+
+Work of a run, in multiply-adds over one sample (the cost model of the kernels):
+
+- greedy, two matrices (student support d_s, teacher d): per sweep, N m for the
+  inputs, 2 N d m for the teacher's labels, 2 N d_s m for the student's state, and
+  2 N d_s moves: a first-layer move updates its hidden unit (m) and the d_s outputs
+  it feeds (d_s m), a second-layer move one output (m): N m (d_s^2 + 4 d_s + 2 d + 1).
+- greedy, one matrix: N m inputs, N d m labels, N d m state, N d moves of 2 m each:
+  N m (4 d + 1) per sweep.
+- SGD, dense N x N student: per step 2 N^2 m (forward and gradient), N^2 (update),
+  N m (d + 1) (inputs and labels).
+"""
+
+import time
+
+import numpy as np
+
+from .. import _validate
+from .greedy import greedy
+from .params import Params, SGDParams
+from .sgd import sgd
+
+KINDS = ("two_matrix", "one_matrix", "sgd")
+
+
+def greedy_work(N, d, m, sweeps, *, d_s=None, model="two_matrix"):
+    """Work of a greedy run (multiply-adds over one sample; see the module docstring)."""
+    d_s = d if d_s is None else d_s
+    if model == "two_matrix":
+        return float(sweeps) * N * m * (d_s ** 2 + 4 * d_s + 2 * d + 1)
+    if model == "one_matrix":
+        return float(sweeps) * N * m * (4 * d + 1)
+    raise ValueError(f"model must be 'two_matrix' or 'one_matrix'; got {model!r}")
+
+
+def sgd_work(N, d, m, steps):
+    """Work of an SGD run of a dense N x N student (see the module docstring)."""
+    return float(steps) * (2 * N * N * m + N * N + N * m * (d + 1))
+
+
+def erf_batch_sizes(N, d, ratios):
+    """Mini-batch sizes of the one-matrix runs: m = round(ratio N d), at least 1, without
+    repeats, increasing (the counting argument's m_c ~ N d sets the scale)."""
+    return sorted({max(1, int(round(r * N * d))) for r in ratios})
+
+
+def chapter_runs(cfg):
+    """Every run of the chapter's grids for a preset ``cfg`` (the dict of
+    :func:`tsdyn.presets.load`): a dict section -> list of (kind, keywords, length, copies).
+
+    ``length`` is sweeps (greedy) or steps (SGD); ``copies`` the runs with those
+    parameters (seeds). Sections: ``figs_1_3`` (the two-matrix grid and the
+    finite-size-scaling grid), ``figs_4_5`` (mismatched supports, with their
+    finite-size-scaling sizes ``mm_fss_Ns`` if given), ``figs_6_7`` (one matrix),
+    ``fig_8`` (SGD learning curves and phase diagram).
+    """
+    runs = {"figs_1_3": [], "figs_4_5": [], "figs_6_7": [], "fig_8": []}
+    for N in cfg["Ns"]:
+        for d in cfg["ds"]:
+            for m in cfg["ms"]:
+                runs["figs_1_3"].append(("two_matrix", dict(N=N, d=d, m=m), cfg["sweeps"], cfg["seeds"]))
+    for N in cfg["fss_Ns"]:
+        for m in cfg["fss_ms"]:
+            runs["figs_1_3"].append(("two_matrix", dict(N=N, d=cfg["fss_d"], m=m), cfg["sweeps"],
+                                     cfg["fss_seeds"]))
+    for d_t, d_s in cfg["mm_pairs"]:
+        for N in [cfg["mm_N"], *cfg.get("mm_fss_Ns", [])]:
+            pairs = cfg.get("mm_fss_pairs", [])
+            if N != cfg["mm_N"] and [d_t, d_s] not in [list(p) for p in pairs]:
+                continue
+            for m in cfg["mm_ms"]:
+                runs["figs_4_5"].append(("two_matrix", dict(N=N, d=d_t, d_s=d_s, m=m), cfg["sweeps"],
+                                         cfg["mm_seeds"]))
+    for N in cfg["erf_Ns"]:
+        for d in cfg["erf_ds"]:
+            for m in erf_batch_sizes(N, d, cfg["erf_ratios"]):
+                runs["figs_6_7"].append(("one_matrix", dict(N=N, d=d, m=m), cfg["erf_sweeps"],
+                                         cfg["erf_seeds"]))
+    seeds = cfg.get("sgd_seeds", 1)
+    for m in cfg["sgd_ms"]:
+        runs["fig_8"].append(("sgd", dict(N=cfg["sgd_N"], d=cfg["sgd_d"], m=m), cfg["sgd_steps"], seeds))
+    for _lr in cfg["sgd_lrs"]:
+        for m in cfg["sgd_phase_ms"]:
+            runs["fig_8"].append(("sgd", dict(N=cfg.get("sgd_phase_N", cfg["sgd_N"]), d=cfg["sgd_d"], m=m),
+                                  cfg["sgd_phase_steps"], seeds))
+    return runs
+
+
+def work(kind, kw, length):
+    """Work of one run of ``kind`` with keywords ``kw`` (N, d, m[, d_s]) and ``length``."""
+    if kind == "sgd":
+        return sgd_work(kw["N"], kw["d"], kw["m"], length)
+    if kind in ("two_matrix", "one_matrix"):
+        return greedy_work(kw["N"], kw["d"], kw["m"], length, d_s=kw.get("d_s"), model=kind)
+    raise ValueError(f"kind must be one of {KINDS}; got {kind!r}")
+
+
+def time_run(kind, kw, length, *, seed=0, lr=0.01):
+    """Seconds one run takes here, in this process (one core), after a warm-up run
+    that loads the compiled kernels. SGD runs use a small learning rate ``lr`` so
+    that they do not diverge and stop early."""
+    _validate.integer("length", length, low=1, doc="sweeps or steps of the timed run")
+    if kind == "sgd":
+        p = SGDParams(N=kw["N"], d=kw["d"], m=kw["m"], lr=lr)
+        sgd(p, 1, seed=seed, n_points=2)
+        t0 = time.perf_counter()
+        sgd(p, length, seed=seed, n_points=2)
+    elif kind in ("two_matrix", "one_matrix"):
+        p = Params(N=kw["N"], d=kw["d"], m=kw["m"], d_s=kw.get("d_s"), model=kind)
+        greedy(p, 1, seed=seed, n_points=2)
+        t0 = time.perf_counter()
+        greedy(p, length, seed=seed, n_points=2)
+    else:
+        raise ValueError(f"kind must be one of {KINDS}; got {kind!r}")
+    return time.perf_counter() - t0
+
+
+def fit_cost(works, seconds):
+    """Least-squares fit of seconds = a + b * work, weighted by 1 / seconds (relative
+    errors), with a, b >= 0. Returns a dict with ``a`` (s per run), ``b`` (s per unit
+    of work) and ``max_rel_residual`` (the largest |fit / measured - 1| of the points,
+    the accuracy to quote for an estimate)."""
+    w, s = np.asarray(works, float), np.asarray(seconds, float)
+    if w.shape != s.shape or len(w) < 2:
+        raise ValueError(f"works and seconds must have the same length >= 2; got {w.shape}, {s.shape}")
+    if np.any(w <= 0) or np.any(s <= 0):
+        raise ValueError("works and seconds must be positive")
+    A = np.stack([np.ones_like(w), w], 1) / s[:, None]
+    a, b = np.linalg.lstsq(A, np.ones_like(s), rcond=None)[0]
+    if a < 0:  # no fixed cost: fit through the origin
+        a, b = 0.0, float(np.sum(w / s) / np.sum((w / s) ** 2))
+    elif b < 0:
+        a, b = float(np.mean(s)), 0.0
+    pred = a + b * w
+    return {"a": float(a), "b": float(b), "max_rel_residual": float(np.max(np.abs(pred / s - 1)))}
+
+
+def estimate(runs, fits):
+    """Core-seconds of every run of ``runs`` (a list from :func:`chapter_runs`) with the
+    fitted costs ``fits`` (kind -> :func:`fit_cost` result)."""
+    total = 0.0
+    for kind, kw, length, copies in runs:
+        f = fits["two_matrix" if kind == "two_matrix" else kind]
+        total += copies * (f["a"] + f["b"] * work(kind, kw, length))
+    return total
+
+
+def timing_points(cfg):
+    """Corners of a preset's grids at which to time short runs: for each kind, the
+    smallest and the largest run (by work per sweep or step) and one in between."""
+    runs = [r for section in chapter_runs(cfg).values() for r in section]
+    out = {}
+    for kind in KINDS:
+        mine = sorted({(tuple(sorted(kw.items())), kind) for k, kw, _, _ in runs if k == kind},
+                      key=lambda x: work(kind, dict(x[0]), 1))
+        if mine:
+            pick = [mine[0], mine[len(mine) // 2], mine[-1]]
+            out[kind] = [dict(p[0]) for p in dict.fromkeys(pick)]
+    return out
