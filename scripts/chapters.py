@@ -133,6 +133,11 @@ def _kernel_env():
                 os.environ[k] = v
 
 
+# A quick-scale cell takes at most a minute or two; one that runs for this long is
+# stuck (a kernel-client deadlock, say) and fails the run instead of stalling CI.
+QUICK_CELL_TIMEOUT_S = 900
+
+
 def execute(nb, out, parameters: dict | None = None, cwd=None, *, log_output=False,
             execution_timeout=None):
     """Execute notebook ``nb`` with papermill into ``out``; returns the executed notebook.
@@ -329,7 +334,9 @@ def main(argv=None) -> int:
                        metavar=("NAME", "VALUE"),
                        help="extra parameter (value parsed as number / YAML), repeatable")
     p_run.add_argument("--out", type=Path, default=STAGE, help=f"output dir (default: {STAGE})")
-    p_run.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds")
+    p_run.add_argument("--timeout", type=int, default=None,
+                       help=f"per-cell timeout in seconds (default at quick scale: {QUICK_CELL_TIMEOUT_S}; "
+                            "none at paper scale)")
     p_run.add_argument("--log-output", action="store_true", help="stream cell output to the log")
     p_stage = sub.add_parser("stage", help="copy config and non-notebook book files into the stage")
     p_stage.add_argument("--out", type=Path, default=STAGE)
@@ -350,7 +357,8 @@ def main(argv=None) -> int:
         return 0
     params = {name: _parse_value(value) for name, value in args.parameter}
     failures = run(notebooks, scale=args.scale, parameters=params, jobs=args.jobs,
-                   out_dir=args.out, log_output=args.log_output, timeout=args.timeout)
+                   out_dir=args.out, log_output=args.log_output,
+                   timeout=args.timeout or (QUICK_CELL_TIMEOUT_S if args.scale == "quick" else None))
     text = report(failures)
     if args.out.resolve() == STAGE.resolve():
         FAILURES.parent.mkdir(parents=True, exist_ok=True)

@@ -34,7 +34,8 @@ def glued_fixture(stem):
         if executed and (Path(executed) / f"{stem}.ipynb").is_file():
             return chapters.read_glue(Path(executed) / f"{stem}.ipynb")
         out = tmp_path_factory.mktemp(stem) / f"{stem}.ipynb"
-        chapters.execute(notebook(stem), out, {"scale": "quick"})
+        chapters.execute(notebook(stem), out, {"scale": "quick"},
+                         execution_timeout=chapters.QUICK_CELL_TIMEOUT_S)
         return chapters.read_glue(out)
 
     return glued
@@ -49,5 +50,6 @@ def assert_fails_in_first_cells(stem, tmp_path, parameters, match):
     import papermill
 
     with pytest.raises(papermill.PapermillExecutionError, match=match) as info:
-        chapters.execute(notebook(stem), tmp_path / "bad.ipynb", parameters)
+        chapters.execute(notebook(stem), tmp_path / "bad.ipynb", parameters,
+                         execution_timeout=chapters.QUICK_CELL_TIMEOUT_S)
     assert info.value.exec_count <= 3  # the parameters, the injected ones, the checks

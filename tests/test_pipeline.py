@@ -169,3 +169,21 @@ def test_reproducibility_index_has_a_section_per_chapter():
     index = (ROOT / "book" / "reproducibility.md").read_text()
     for nb in chapters.chapter_notebooks():
         assert f"`{nb.stem}`" in index, f"book/reproducibility.md has no section for {nb.stem}"
+
+
+def test_explore_sliders_run_only_when_moved():
+    """plotting.sliders builds the Explore controls without calling the function (no
+    output capture in headless runs) and re-runs it with every value when one moves."""
+    from tsdyn import plotting
+
+    calls = []
+
+    def explore(K=2, g="erf", eta=0.2):
+        calls.append((K, g, eta))
+
+    box = plotting.sliders(explore, K=(1, 8), g=["erf", "linear"], eta=(0.05, 2.0, 0.05))
+    assert calls == []
+    assert [w.description for w in box.children[:-1]] == ["K", "g", "eta"]
+    box.children[0].value = 5
+    box.children[1].value = "linear"
+    assert calls == [(5, "erf", 0.2), (5, "linear", 0.2)]

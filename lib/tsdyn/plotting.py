@@ -85,3 +85,37 @@ def unit_order(R):
     R = np.asarray(R)
     best = np.argmax(np.abs(R), axis=1)
     return np.lexsort((-np.abs(R).max(axis=1), best))
+
+
+def sliders(fn, **controls):
+    """Sliders that re-run ``fn`` whenever one moves: the chapters' Explore sections.
+
+    ``controls`` use the abbreviations of ``ipywidgets.interact`` (``(lo, hi)`` or
+    ``(lo, hi, step)`` for a slider, a list for a drop-down), starting at ``fn``'s
+    defaults. Unlike ``interact``, ``fn`` is not called when the widgets are created:
+    the chapter draws the default figure itself, and a notebook run headless (papermill,
+    CI) makes no output-widget capture, which can stall the notebook client (nbclient
+    issue 312). Returns a widget box to ``display``.
+    """
+    import inspect
+
+    import ipywidgets as widgets
+
+    defaults = inspect.signature(fn).parameters
+    inputs = {}
+    for name, abbrev in controls.items():
+        widget = widgets.interactive.widget_from_abbrev(abbrev, defaults[name].default)
+        if widget is None:
+            raise ValueError(f"cannot make a control for {name} from {abbrev!r}")
+        widget.description = name
+        inputs[name] = widget
+    out = widgets.Output()
+
+    def redraw(_change=None):
+        with out:
+            out.clear_output(wait=True)
+            fn(**{name: w.value for name, w in inputs.items()})
+
+    for widget in inputs.values():
+        widget.observe(redraw, names="value")
+    return widgets.VBox([*inputs.values(), out])
