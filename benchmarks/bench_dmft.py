@@ -1,18 +1,24 @@
 """Ratio benchmarks of the DMFT solver (run by `make bench`).
 
-Everything is a ratio measured in one run (the machine is shared and noisy); each timing
-is the best of interleaved repeats. BLAS is pinned to one thread so that the NumPy
-baseline is not slowed down (or sped up) by threads fighting over the cores.
+Everything is a ratio or a slope measured in one run (the machine is shared and noisy);
+each timing is the best of interleaved repeats. BLAS is pinned to one thread so that
+the NumPy baseline is not slowed down (or sped up) by threads fighting over the cores;
+the numba kernels are serial too.
 
-1. One fixed-point iteration of :func:`tsdyn.dmft.solve` (effective process for
-   n_samples samples, noise from the Cholesky factor, kernels, exact responses chi for
-   n_resp samples) with the numba kernels, against a plain-NumPy version of the same
-   iteration (vectorised over samples, Python loops over time); target >= 10x.
-2. The same iteration against the floor: drawing its n_samples x n_t normals (what any
-   Monte Carlo solver must at least do once).
-3. Scaling with n_t: the cost of one iteration for n_t = 41..321, and the log-log slopes
-   of its two parts (the process, O(n_t^2 n_samples); the response, O(b n_t^3 n_resp)).
-4. Peak memory of a whole solve over the size of one n_t x n_t kernel, as n_t doubles.
+1. One fixed-point iteration of :func:`tsdyn.dmft.solve` (draw the effective samples,
+   noise from the Cholesky factor of M_C, integrate the process, accumulate the kernels,
+   exact responses chi for n_resp samples), numba against a plain-NumPy version of the
+   same iteration: samples vectorised, Python loops over time, BLAS for the memory
+   sums and M_C, only in-batch samples in the response (as the kernel does), and its
+   samples drawn beforehand (not timed: the baseline is not charged for them). At the
+   chapter's grid and at a smaller one; target >= 10x.
+2. The same iteration against the floor: drawing its n_samples x n_t normals with NumPy.
+3. Scaling with n_t: one iteration for n_t = 41..321, its log-log slope, and that of the
+   process alone (n_resp = 1); expected 2 (process, O(n_t^2 n_samples)) to 3 (response,
+   O(b n_t^3 n_resp)).
+4. Peak memory of a whole solve (tracemalloc: NumPy arrays, including the chunk
+   buffers handed to the kernels) over 8 n_t^2 bytes, for n_t = 51..401 and for
+   n_samples = 500 and 4000: O(n_t^2 + chunk n_t), independent of n_samples.
 5. The chapter's two-cluster solve against one finite-d simulation of the same curve.
 """
 
@@ -22,19 +28,21 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
+import sys  # noqa: E402
 import time  # noqa: E402
 import tracemalloc  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+import tsdyn.dmft.solve  # noqa: E402,F401
 from tsdyn import dmft  # noqa: E402
 from tsdyn.dmft import _kernels  # noqa: E402
 from tsdyn.dmft.model import codes  # noqa: E402
-from tsdyn.dmft.solve import _effective_samples  # noqa: E402
 from tsdyn.dmft.simulate import _seed_sequence  # noqa: E402
 
+solve_mod = sys.modules["tsdyn.dmft.solve"]
 P = dmft.Params(alpha=2.0, Delta=0.5, b=0.3, eta=0.2, R0=0.01)
-REPEATS = 3
+REPEATS = 5
 
 
 def best_of(fns, repeats=REPEATS):
@@ -53,141 +61,132 @@ def converged_kernels(n_t, n_samples):
     return ds.m.values, ds.lamhat.values, ds.M_C.values, np.nan_to_num(ds.M_R.values)
 
 
-def setup(n_t, n_samples):
-    c, y, h0, th0, S, Z = _effective_samples(P, n_samples, n_t, P.eta, _seed_sequence(0))
-    return c, y, h0, th0, S, Z
-
-
-def numba_iteration(data, kern, n_resp):
-    c, y, h0, th0, S, Z = data
+def numba_iteration(N, n_t, kern, n_resp, keys, work=None):
+    """One iteration as :func:`tsdyn.dmft.solve` runs it (without the loss value)."""
     m, lamhat, MC, MR = kern
-    N, n_t = S.shape
     loss, model = codes(P)
-    A2, MC_sum, resp = np.empty((N, n_t)), np.empty((n_t, n_t)), np.empty((n_t, n_t))
-    sums = [np.empty(n_t) for _ in range(4)]
+    p01, p10 = P.switch_probabilities(P.eta)
+    work = _kernels.workspace(n_t, solve_mod.CHUNK) if work is None else work
+    MC_sum, resp = np.empty((n_t, n_t)), np.empty((n_t, n_t))
+    sums = [np.empty(n_t) for _ in range(5)]  # l2, loss, acc, proj, r2
     Lc = _kernels.cholesky_shifted(MC, 1e-10)
-    _kernels.effective_process(c, y, h0, th0, S, Z, Lc, m, lamhat, MR, P.eta, P.lam, P.Delta,
-                               loss, model, P.L, A2, MC_sum, *sums)
-    _kernels.response_kernel(np.ascontiguousarray(A2[:n_resp]), lamhat, MR, P.eta, P.lam, P.Delta,
-                             resp)
-    return sums[3], MC_sum, resp
-
-
-def _logistic_terms(y, r):
-    v = y * r
-    sig_minus = 0.5 * (1 - np.tanh(v / 2))  # sigma(-v)
-    return -sig_minus * y, sig_minus * (1 - sig_minus)
+    _kernels.iteration(keys, N, n_resp, work, model, loss, P.rho, P.L, P.Delta, P.R0, P.b, p01,
+                       p10, P.lam, P.eta, Lc, m, lamhat, MR, False, MC_sum, *sums, resp)
+    return dict(proj=sums[3], MC=np.tril(MC_sum), resp=resp, l2=sums[0], acc=sums[2], r2=sums[4])
 
 
 def numpy_iteration(data, kern, n_resp):
-    """The same iteration in plain NumPy: samples vectorised, loops over time steps."""
+    """The same iteration in plain NumPy on pre-drawn samples (S, Z time-major)."""
     c, y, h0, th0, S, Z = data
     m, lamhat, MC, MR = kern
-    N, n_t = S.shape
-    dt, D = P.eta, P.Delta
+    n_t, N = S.shape
+    dt, D, lam = P.eta, P.Delta, P.lam
     sD = np.sqrt(D)
     scale = np.max(np.diag(MC))
     Lc = np.linalg.cholesky(MC + 1e-10 * scale * np.eye(n_t))
-    XI = Z @ Lc.T
+    XI = Lc @ Z
     theta = np.empty((n_t, N))
     theta[0] = th0
     A1, A2 = np.empty((n_t, N)), np.empty((n_t, N))
-    Sf = S.T.astype(float)
+    r2, acc = np.empty(n_t), np.empty(n_t)
+    Sf = S.astype(float)
     for k in range(n_t):
         r = c * m[k] + sD * (m[k] * h0 + theta[k])
-        d1, d2 = _logistic_terms(y, r)
-        A1[k], A2[k] = Sf[k] * d1, Sf[k] * d2
+        v = y * r
+        sm = 0.5 * (1 - np.tanh(v / 2))  # sigma(-v)
+        r2[k], acc[k] = r @ r, np.count_nonzero(v > 0)
+        A1[k], A2[k] = Sf[k] * (-sm * y), Sf[k] * (sm * (1 - sm))
         if k + 1 < n_t:
-            mem = MR[k, :k] @ theta[:k]
-            theta[k + 1] = theta[k] - dt * ((P.lam + lamhat[k]) * theta[k] + sD * A1[k]
-                                            - dt * mem - XI[:, k])
-    proj = (A1 * (c + sD * h0)).sum(1)
+            theta[k + 1] = ((1 - dt * (lam + lamhat[k])) * theta[k] - dt * sD * A1[k]
+                            + dt * XI[k] + dt * dt * (MR[k, :k] @ theta[:k]))
+    proj = A1 @ (c + sD * h0)
     MC_sum = A1 @ A1.T
     resp = np.zeros((n_t, n_t))
     B = A2[:, :n_resp]
     for j in range(n_t - 1):
-        chi = np.zeros((n_t, n_resp))
+        idx = np.flatnonzero(B[j])  # only samples in the batch at j respond
+        if idx.size == 0:
+            continue
+        G = B[:, idx]
+        chi = np.zeros((n_t, idx.size))
         chi[j + 1] = 1.0
         for k in range(j + 1, n_t):
-            resp[k, j] = (B[k] * chi[k] * B[j]).sum()
+            resp[k, j] = G[k] @ (chi[k] * G[j])
             if k + 1 < n_t:
-                chi[k + 1] = chi[k] * (1 - dt * (P.lam + lamhat[k] + D * B[k])) \
+                chi[k + 1] = chi[k] * (1 - dt * (lam + lamhat[k] + D * G[k])) \
                     + dt * dt * (MR[k, j + 1:k] @ chi[j + 1:k])
-    return proj, MC_sum, resp
+    return dict(proj=proj, MC=np.tril(MC_sum), resp=resp, l2=A2.sum(1), acc=acc, r2=r2)
 
 
-def main():
-    # 1-2: one iteration, n_t = 61, 2000 samples (responses for 500)
-    n_t, N, n_resp = 61, 2000, 500
+def compare(n_t, N, n_resp):
     kern = converged_kernels(n_t, N)
-    data = setup(n_t, N)
-    a = numba_iteration(data, kern, n_resp)
+    ss = _seed_sequence(0)
+    keys = solve_mod._keys(ss)
+    data = solve_mod._effective_samples(P, N, n_t, P.eta, ss)
+    a = numba_iteration(N, n_t, kern, n_resp, keys)
     b = numpy_iteration(data, kern, n_resp)
-    # the kernel fills only the lower triangle (l <= k) of the M_C sums
-    pairs = [(a[0], b[0]), (np.tril(a[1]), np.tril(b[1])), (a[2], b[2])]
-    agree = max(np.max(np.abs(x - y)) / max(np.max(np.abs(y)), 1e-300) for x, y in pairs)
+    agree = max(np.max(np.abs(a[k] - b[k])) / max(np.max(np.abs(b[k])), 1e-300) for k in a)
     rng = np.random.default_rng(1)
-    t_nb, t_np, t_floor = best_of([lambda: numba_iteration(data, kern, n_resp),
+    t_nb, t_np, t_floor = best_of([lambda: numba_iteration(N, n_t, kern, n_resp, keys),
                                    lambda: numpy_iteration(data, kern, n_resp),
                                    lambda: rng.standard_normal((N, n_t))])
     print(f"one iteration, n_t={n_t}, n_samples={N}, n_resp={n_resp} "
           f"(numba and NumPy agree to {agree:.1e} relative)")
     print(f"  numba vs plain NumPy: {t_np / t_nb:6.1f}x faster (target >= 10x)")
-    print(f"  numba over the floor (drawing the normals): {t_nb / t_floor:6.1f}x")
+    print(f"  numba over the floor (drawing the normals with NumPy): {t_nb / t_floor:6.1f}x")
+
+
+def main():
+    # 1-2: one iteration at the chapter's quick grid (t_max = 20, dt = eta = 0.2,
+    # n_samples = 1500, default n_resp = 1000) and at a smaller one
+    compare(101, 1500, 1000)
+    compare(61, 2000, 500)
 
     # 3: scaling with n_t
     sizes = [41, 81, 161, 321]
     N, n_resp = 1000, 250
-    t_proc, t_resp = [], []
+    keys = solve_mod._keys(_seed_sequence(0))
+    t_full, t_proc = [], []
     for n_t in sizes:
         kern = converged_kernels(n_t, 400) if n_t <= 161 else _extend(kern, n_t)
-        data = setup(n_t, N)
-        c, y, h0, th0, S, Z = data
-        m, lamhat, MC, MR = kern
-        loss, model = codes(P)
-        A2, MC_sum, resp = np.empty((N, n_t)), np.empty((n_t, n_t)), np.empty((n_t, n_t))
-        sums = [np.empty(n_t) for _ in range(4)]
-        Lc = _kernels.cholesky_shifted(MC, 1e-10)
-
-        def proc():
-            _kernels.effective_process(c, y, h0, th0, S, Z, Lc, m, lamhat, MR, P.eta, P.lam,
-                                       P.Delta, loss, model, P.L, A2, MC_sum, *sums)
-
-        def response():
-            _kernels.response_kernel(np.ascontiguousarray(A2[:n_resp]), lamhat, MR, P.eta, P.lam,
-                                     P.Delta, resp)
-
-        proc()
-        tp, tr = best_of([proc, response], repeats=2)
+        work = _kernels.workspace(n_t, solve_mod.CHUNK)
+        numba_iteration(N, n_t, kern, n_resp, keys, work)
+        tf, tp = best_of([lambda: numba_iteration(N, n_t, kern, n_resp, keys, work),
+                          lambda: numba_iteration(N, n_t, kern, 1, keys, work)], repeats=3)
+        t_full.append(tf)
         t_proc.append(tp)
-        t_resp.append(tr)
     x = np.log(sizes)
+    sf = np.polyfit(x[1:], np.log(t_full[1:]), 1)[0]
     sp = np.polyfit(x[1:], np.log(t_proc[1:]), 1)[0]
-    sr = np.polyfit(x[1:], np.log(t_resp[1:]), 1)[0]
-    st = np.polyfit(x[1:], np.log(np.add(t_proc, t_resp)[1:]), 1)[0]
     print(f"scaling with n_t in {sizes} (n_samples={N}, n_resp={n_resp}, b={P.b}), log-log slopes "
           f"over the last three sizes:")
-    print(f"  process O(n_t^2 n_samples): {sp:.2f};  response O(b n_t^3 n_resp): {sr:.2f};  "
-          f"one iteration: {st:.2f}")
-    print("  response / process cost: " + ", ".join(
-        f"n_t={n}: {r / p:.2f}" for n, p, r in zip(sizes, t_proc, t_resp)))
+    print(f"  one iteration: {sf:.2f};  process alone (n_resp=1, O(n_t^2 n_samples)): {sp:.2f}")
+    print("  iteration time relative to n_t=41: " + ", ".join(
+        f"n_t={n}: {t / t_full[0]:.1f}" for n, t in zip(sizes, t_full)))
 
     # 4: memory of a whole solve
-    print("peak memory of solve(n_samples=500) / (8 n_t^2 bytes) and / (8 n_samples n_t bytes):")
-    for n_t in (51, 101, 201):
-        tracemalloc.start()
-        dmft.solve(P, (n_t - 1) * P.eta, n_samples=500, tol=1e-3)
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-        print(f"  n_t={n_t}: {peak / (8 * n_t ** 2):6.1f}   {peak / (8 * 500 * n_t):6.1f}")
+    print("peak memory of a solve / (8 n_t^2 bytes), n_samples = 500 | 4000; and without the "
+          f"chunk buffers (chunk = {solve_mod.CHUNK}, O(chunk n_t)):")
+    dmft.solve(P, 2.0, n_samples=300, tol=1e-3)
+    for n_t in (51, 101, 201, 401):
+        peaks = []
+        for n in (500, 4000):
+            tracemalloc.start()
+            dmft.solve(P, (n_t - 1) * P.eta, n_samples=n, n_resp=50, tol=1e-2)
+            peaks.append(tracemalloc.get_traced_memory()[1])
+            tracemalloc.stop()
+        work = sum(a.nbytes for a in _kernels.workspace(n_t, solve_mod.CHUNK))
+        unit = 8 * n_t ** 2
+        print(f"  n_t={n_t}: {peaks[0] / unit:6.1f} | {peaks[1] / unit:6.1f};   without the chunk "
+              f"buffers: {(peaks[0] - work) / unit:5.1f} | {(peaks[1] - work) / unit:5.1f}")
 
     # 5: chapter solve vs one simulation
     t_max = 20.0
     t0 = time.perf_counter()
-    ds = dmft.solve(P, t_max, n_samples=3000)
+    ds = dmft.solve(P, t_max, n_samples=1500)
     t_solve = time.perf_counter() - t0
     t_sim = best_of([lambda: dmft.simulate(P, t_max, d=500, seed=0)], repeats=2)[0]
-    print(f"chapter grid (t_max={t_max}, dt={P.eta}, n_samples=3000, {int(ds.n_iter)} iterations): "
+    print(f"chapter grid (t_max={t_max}, dt={P.eta}, n_samples=1500 (quick scale), {int(ds.n_iter)} iterations): "
           f"solve / one simulation at d=500 = {t_solve / t_sim:.1f}")
 
 

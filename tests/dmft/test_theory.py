@@ -49,14 +49,17 @@ def test_dmft_response_and_correlation_are_exact_for_square_gd():
 
 def test_dmft_matches_exact_square_gd():
     """DMFT at dt = eta against the exact solution: no discretisation error (derivation
-    Sec. 7), so the gap is Monte Carlo error; 4 standard errors over 3 independent seeds
-    of the effective samples (plus 1e-9 for the fixed-point tolerance)."""
+    Sec. 7), so the gap is Monte Carlo error; 4 standard errors over 6 independent seeds
+    of the effective samples (plus 1e-9 for the fixed-point tolerance). With 6 seeds the
+    estimated standard error has 5 degrees of freedom: P(|t_5| > 4) is about 1% per time
+    point (with 3 seeds, P(|t_2| > 4) is 6%, too fragile for a test)."""
     ex = dmft.exact_square_gd(EXACT, T_MAX)
-    sols = [dmft.solve(EXACT, T_MAX, n_samples=1500, seed=s, tol=1e-9) for s in range(3)]
+    n_seeds = 6
+    sols = [dmft.solve(EXACT, T_MAX, n_samples=1500, seed=s, tol=1e-9) for s in range(n_seeds)]
     assert all(bool(s.converged) for s in sols)
     for v in ("m", "C_diag", "eg", "train_loss"):
         vals = np.array([s[v].values for s in sols])
-        mean, se = vals.mean(0), vals.std(0, ddof=1) / np.sqrt(3)
+        mean, se = vals.mean(0), vals.std(0, ddof=1) / np.sqrt(n_seeds)
         gap = np.abs(mean - ex[v].values)
         assert np.all(gap < 4 * se + 1e-9), (v, gap.max(), se.max())
     # and the MC error is small in absolute terms: a few percent of the curves at n = 1500
@@ -64,16 +67,23 @@ def test_dmft_matches_exact_square_gd():
 
 
 def test_two_time_correlation_against_exact():
-    """C(t, t') = <a_k a_l + R0 p^(k+l)> off the diagonal too (Monte Carlo error only)."""
-    th = dmft.solve(EXACT, T_MAX, n_samples=1500, seed=1, tol=1e-9)
+    """C(t, t') = <a_k a_l + R0 p^(k+l)> off the diagonal too (Monte Carlo error only).
+
+    Mean over 6 seeds of the effective samples, within 4 standard errors of the seed
+    spread (5 degrees of freedom), plus 1e-9 for float rounding where C is deterministic
+    (C(0, 0) = m0^2 + R0). A single seed is not enough: its error reaches 4% of C at
+    early times (seed spread of the n = 1500 estimate)."""
+    n_seeds = 6
+    Cs = np.array([dmft.solve(EXACT, T_MAX, n_samples=1500, seed=s, tol=1e-9).C.values
+                   for s in range(n_seeds)])
     s, w = dmft.marchenko_pastur(EXACT.alpha, EXACT.Delta)
-    n_t = len(th.t)
+    n_t = Cs.shape[1]
     pk = (1 - EXACT.eta * (EXACT.lam + s))[None, :] ** np.arange(n_t)[:, None]
     a = EXACT.m0 * pk + s / (EXACT.lam + s) * (1 - pk)
     C_exact = np.einsum("ks,ls,s->kl", a, a, w) + EXACT.R0 * np.einsum("ks,ls,s->kl", pk, pk, w)
-    # 5% of C: about 4 standard errors of the n = 1500 Monte Carlo estimate (see the
-    # seed spread in test_dmft_matches_exact_square_gd, about 1% of C)
-    np.testing.assert_allclose(th.C.values, C_exact, rtol=0.05)
+    mean, se = Cs.mean(0), Cs.std(0, ddof=1) / np.sqrt(n_seeds)
+    gap = np.abs(mean - C_exact)
+    assert np.all(gap < 4 * se + 1e-9), (gap / (se + 1e-9)).max()
 
 
 def test_non_convergence_raises_with_history():

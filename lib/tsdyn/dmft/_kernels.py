@@ -1,7 +1,7 @@
-"""Numba kernels of the dmft package: arithmetic only (no checks, no RNG objects).
+"""Numba kernels of the dmft package: arithmetic only (no checks, no RNG state).
 
-Simulation: :func:`batch_chain`, :func:`sgd_steps`. DMFT: :func:`effective_process`,
-:func:`response_kernel`, :func:`bulk_response`.
+Simulation: :func:`batch_chain`, :func:`sgd_steps`. DMFT: :func:`iteration` (effective
+samples drawn, integrated and reduced chunk by chunk), :func:`bulk_response`.
 """
 
 import math
@@ -9,7 +9,9 @@ import math
 import numpy as np
 
 from .._jit import njit, njit_reduce
-from .model import loss_terms
+from ._rng import normal, uniform
+from .model import (TEACHER, THREE_CLUSTER, TWO_CLUSTER, is_correct, loss_derivatives,
+                    loss_terms)
 
 
 # ------------------------------------------------------------------ batch chain
@@ -122,52 +124,50 @@ def observe(w, X, y, v_star, loss, model, L):
 # ------------------------------------------------------------------ DMFT
 
 @njit_reduce
-def effective_process(c, y, h0, theta0, S, Z, Lc, m, lamhat, MR, dt, lam, Delta, loss, model, L,
-                      A2, MC_sum, l2_sum, loss_out, acc_out, proj):
-    """Run the N effective samples with given kernels (derivation Sec. 7, discrete E6).
+def draw_samples(keys, a0, nc, model, rho, Delta, R0, b, p01, p10, c, y, h0, theta0, S, Z):
+    """Effective samples a0 .. a0+nc-1 from the counter-based generator (:mod:`._rng`).
 
-    theta_{k+1} = theta_k - dt[(lam + lamhat_k) theta_k + sqrt(Delta) s_k Lambda'_k
-                  - dt sum_{i<k} MR[k, i] theta_i - xi_k],
-    r_k = c m_k + sqrt(Delta)(m_k h0 + theta_k),  xi_k = sum_{l<=k} Lc[k, l] Z_l.
-
-    Inputs: per sample c, y, h0, theta0 (N,), batch path S (N, n_t) int8, white normals
-    Z (N, n_t), Lc the (lower) Cholesky factor of M_C; kernels m, lamhat (n_t,), MR
-    (n_t, n_t) (strictly lower part used). Outputs (sums over samples, overwritten):
-    A2 = s Lambda'' (N, n_t); MC_sum[k, l] = sum s_k Lambda'_k s_l Lambda'_l (l <= k);
-    l2_sum, the loss, the correctness and s Lambda'(c + sqrt(Delta) h0) (proj), each (n_t,).
-    Cost O(n_t^2) per sample; no BLAS (threads would fight over the machine's cores).
+    keys (3,) uint64: data, batch chain, noise. Writes c, y, h0, theta0 [:nc] (cluster,
+    label, h0 ~ N(0, 1), theta(0) ~ N(0, R0)), the batch path S[:, :nc] (int8, time-major:
+    S[0] ~ Bernoulli(b), then one move of the chain E3 per step) and white normals
+    Z[:, :nc]. Sample a's numbers depend only on (keys, a, step).
     """
-    N, n_t = S.shape
-    sD = math.sqrt(Delta)
-    theta = np.empty(n_t)
-    a1 = np.empty(n_t)
-    MC_sum[:, :] = 0.0
-    for arr in (l2_sum, loss_out, acc_out, proj):
-        arr[:] = 0.0
-    for a in range(N):
-        theta[0] = theta0[a]
+    n_t = S.shape[0]
+    sD, sR = math.sqrt(Delta), math.sqrt(R0)
+    for q in range(nc):
+        base = np.uint64(a0 + q) << np.uint64(32)
+        u = uniform(keys[0], base)
+        if model == TWO_CLUSTER:
+            cq = 1.0 if u < rho else -1.0
+        elif model == THREE_CLUSTER:
+            cq = 1.0 if u < 0.5 * rho else (-1.0 if u < rho else 0.0)
+        else:
+            cq = 0.0
+        h = normal(keys[0], base + np.uint64(1))
+        c[q], h0[q] = cq, h
+        theta0[q] = sR * normal(keys[0], base + np.uint64(2))
+        if model == TEACHER:
+            y[q] = sD * h
+        elif model == TWO_CLUSTER:
+            y[q] = cq
+        else:
+            y[q] = 1.0 if cq != 0.0 else -1.0
+        if b < 1.0:
+            s = 1 if uniform(keys[1], base) < b else 0
+            S[0, q] = s
+            for k in range(1, n_t):
+                u = uniform(keys[1], base + np.uint64(k))
+                if s == 0:
+                    if u < p01:
+                        s = 1
+                elif u < p10:
+                    s = 0
+                S[k, q] = s
+        else:
+            for k in range(n_t):
+                S[k, q] = 1
         for k in range(n_t):
-            r = c[a] * m[k] + sD * (m[k] * h0[a] + theta[k])
-            val, d1, d2, ok = loss_terms(loss, model, y[a], r, L)
-            loss_out[k] += val
-            acc_out[k] += ok
-            sk = S[a, k]
-            a1[k] = sk * d1
-            A2[a, k] = sk * d2
-            l2_sum[k] += sk * d2
-            proj[k] += sk * d1 * (c[a] + sD * h0[a])
-            if a1[k] != 0.0:
-                for l in range(k + 1):
-                    MC_sum[k, l] += a1[k] * a1[l]
-            if k + 1 < n_t:
-                mem = 0.0
-                for i in range(k):
-                    mem += MR[k, i] * theta[i]
-                xi = 0.0
-                for l in range(k + 1):
-                    xi += Lc[k, l] * Z[a, l]
-                theta[k + 1] = theta[k] - dt * ((lam + lamhat[k]) * theta[k] + sD * sk * d1
-                                                - dt * mem - xi)
+            Z[k, q] = normal(keys[2], base + np.uint64(k))
 
 
 @njit_reduce
@@ -195,36 +195,6 @@ def cholesky_shifted(M, eps):
             elif Lc[j, j] > 0.0:
                 Lc[k, j] = acc / Lc[j, j]
     return Lc
-
-
-@njit_reduce
-def response_kernel(A2, lamhat, MR, dt, lam, Delta, out):
-    """Sum over samples of A2_k chi_kj A2_j for j < k (derivation E8-E10, discrete).
-
-    chi is the linear response of one sample's theta to a unit force impulse at step j,
-    propagated exactly through the linearised process:
-    chi_{j+1,j} = 1, chi_{k+1,j} = chi_kj [1 - dt(lam + lamhat_k + Delta A2_k)]
-                                   + dt^2 sum_{i=j+1}^{k-1} MR[k, i] chi_ij.
-    Only columns with A2_j != 0 (sample in the batch) contribute. ``out`` (n_t, n_t) is
-    overwritten; M_R = alpha Delta^2 out / N. Cost O(n_t^3) per sample, memory O(n_t).
-    """
-    N, n_t = A2.shape
-    out[:, :] = 0.0
-    chi = np.zeros(n_t)
-    for a in range(N):
-        for j in range(n_t - 1):
-            aj = A2[a, j]
-            if aj == 0.0:
-                continue
-            chi[j + 1] = 1.0
-            for k in range(j + 1, n_t):
-                out[k, j] += A2[a, k] * chi[k] * aj
-                if k + 1 < n_t:
-                    mem = 0.0
-                    for i in range(j + 1, k):
-                        mem += MR[k, i] * chi[i]
-                    chi[k + 1] = chi[k] * (1.0 - dt * (lam + lamhat[k] + Delta * A2[a, k])) \
-                        + dt * dt * mem
 
 
 @njit_reduce
@@ -273,3 +243,255 @@ def sandwich(R, M):
                 acc += T[i, k] * R[j, k]
             out[i, j] = acc
     return out
+
+
+@njit_reduce
+def _accumulate(dst, drow, X, w, scale, i_lo, i_hi, n):
+    """dst[drow, :n] += scale sum_{i_lo <= i < i_hi} w[i] X[i, :n] (four rows at a time)."""
+    i = i_lo
+    while i + 4 <= i_hi:
+        w0, w1, w2, w3 = scale * w[i], scale * w[i + 1], scale * w[i + 2], scale * w[i + 3]
+        for q in range(n):
+            dst[drow, q] += w0 * X[i, q] + w1 * X[i + 1, q] + w2 * X[i + 2, q] + w3 * X[i + 3, q]
+        i += 4
+    while i < i_hi:
+        wi = scale * w[i]
+        for q in range(n):
+            dst[drow, q] += wi * X[i, q]
+        i += 1
+
+
+@njit_reduce
+def _accumulate4(dst, o0, W, w0, scale, X, i_lo, i_hi, n):
+    """dst[o0 + m, :n] += scale sum_{i_lo <= i < i_hi} W[w0 + m, i] X[i, :n], m = 0..3.
+
+    Four output rows against four input rows at a time: each loaded element of X serves
+    four outputs (register blocking, as in a matrix product), which halves the memory
+    traffic per multiply-add of four separate :func:`_accumulate` calls.
+    """
+    i = i_lo
+    while i + 4 <= i_hi:
+        a0, a1, a2, a3 = (scale * W[w0, i], scale * W[w0, i + 1], scale * W[w0, i + 2],
+                          scale * W[w0, i + 3])
+        b0, b1, b2, b3 = (scale * W[w0 + 1, i], scale * W[w0 + 1, i + 1], scale * W[w0 + 1, i + 2],
+                          scale * W[w0 + 1, i + 3])
+        c0, c1, c2, c3 = (scale * W[w0 + 2, i], scale * W[w0 + 2, i + 1], scale * W[w0 + 2, i + 2],
+                          scale * W[w0 + 2, i + 3])
+        d0, d1, d2, d3 = (scale * W[w0 + 3, i], scale * W[w0 + 3, i + 1], scale * W[w0 + 3, i + 2],
+                          scale * W[w0 + 3, i + 3])
+        for q in range(n):
+            x0, x1, x2, x3 = X[i, q], X[i + 1, q], X[i + 2, q], X[i + 3, q]
+            dst[o0, q] += a0 * x0 + a1 * x1 + a2 * x2 + a3 * x3
+            dst[o0 + 1, q] += b0 * x0 + b1 * x1 + b2 * x2 + b3 * x3
+            dst[o0 + 2, q] += c0 * x0 + c1 * x1 + c2 * x2 + c3 * x3
+            dst[o0 + 3, q] += d0 * x0 + d1 * x1 + d2 * x2 + d3 * x3
+        i += 4
+    while i < i_hi:
+        a0, b0, c0, d0 = (scale * W[w0, i], scale * W[w0 + 1, i], scale * W[w0 + 2, i],
+                          scale * W[w0 + 3, i])
+        for q in range(n):
+            x0 = X[i, q]
+            dst[o0, q] += a0 * x0
+            dst[o0 + 1, q] += b0 * x0
+            dst[o0 + 2, q] += c0 * x0
+            dst[o0 + 3, q] += d0 * x0
+        i += 1
+
+
+@njit_reduce
+def _causal_bulk(dst, r0, nb, W, wshift, scale, X, i_lo, i_hi, n):
+    """dst[r, :n] = scale sum_{i_lo <= i < i_hi} W[r + wshift, i] X[i, :n] for the nb <= 4
+    rows r = r0 .. r0+nb-1 (the part of a causal sum that all rows of a block share)."""
+    for r in range(r0, r0 + nb):
+        for q in range(n):
+            dst[r, q] = 0.0
+    if nb == 4:
+        _accumulate4(dst, r0, W, r0 + wshift, scale, X, i_lo, i_hi, n)
+    else:
+        for r in range(r0, r0 + nb):
+            _accumulate(dst, r, X, W[r + wshift], scale, i_lo, i_hi, n)
+
+
+@njit_reduce
+def _lower_matmul(Lc, Z, XI, nc):
+    """XI[:, :nc] = Lc Z[:, :nc] for lower-triangular Lc, in blocks of four rows."""
+    n_t = Lc.shape[0]
+    for r0 in range(0, n_t, 4):
+        nb = min(4, n_t - r0)
+        _causal_bulk(XI, r0, nb, Lc, 0, 1.0, Z, 0, r0 + 1, nc)
+        for r in range(r0 + 1, r0 + nb):
+            _accumulate(XI, r, Z, Lc[r], 1.0, r0 + 1, r + 1, nc)
+
+
+@njit_reduce
+def _pointwise(k, nc, c, y, h0, theta, S, m, sD, loss, model, L, want_loss, A1, A2, l2_sum,
+               loss_sum, acc_sum, proj, r2_sum):
+    """Lambda', Lambda'' of the chunk's samples at step k, and the sums over samples."""
+    mk = m[k]
+    for q in range(nc):
+        r = c[q] * mk + sD * (mk * h0[q] + theta[k, q])
+        r2_sum[k] += r * r
+        if want_loss:
+            val, d1, d2, ok = loss_terms(loss, model, y[q], r, L)
+            loss_sum[k] += val
+        else:
+            ok = is_correct(model, y[q], r, L)
+            d1, d2 = 0.0, 0.0
+            if S[k, q] != 0:
+                d1, d2 = loss_derivatives(loss, model, y[q], r, L)
+        acc_sum[k] += ok
+        if S[k, q] != 0:
+            A1[k, q], A2[k, q] = d1, d2
+            l2_sum[k] += d2
+            proj[k] += d1 * (c[q] + sD * h0[q])
+        else:
+            A1[k, q], A2[k, q] = 0.0, 0.0
+
+
+@njit_reduce
+def _process_chunk(nc, c, y, h0, theta, S, XI, m, lamhat, MR, dt, lam, Delta, loss, model, L,
+                   want_loss, A1, A2, l2_sum, loss_sum, acc_sum, proj, r2_sum):
+    """Integrate the chunk's effective samples (time-major arrays, derivation E6, Sec. 7).
+
+    theta_{k+1} = (1 - dt(lam + lamhat_k)) theta_k - dt sqrt(Delta) s_k Lambda'_k
+                  + dt^2 sum_{i<k} MR[k, i] theta_i + dt xi_k,
+    r_k = c m_k + sqrt(Delta)(m_k h0 + theta_k); theta[0] holds theta(0) on entry.
+    A1 = s Lambda', A2 = s Lambda'' are written; the sums over samples (Lambda'' and
+    Lambda' (c + sqrt(Delta) h0) in the batch, correctness, r^2 to detect divergence, and
+    the loss value if ``want_loss``) are accumulated. Lambda', Lambda'' are evaluated only
+    for samples in the batch: the others contribute nothing to the kernels.
+    Rows are advanced in blocks of four: the memory terms over the rows before a block
+    are added for the whole block at once (:func:`_causal_bulk`), the rest row by row.
+    """
+    n_t = S.shape[0]
+    sD = math.sqrt(Delta)
+    _pointwise(0, nc, c, y, h0, theta, S, m, sD, loss, model, L, want_loss, A1, A2, l2_sum,
+               loss_sum, acc_sum, proj, r2_sum)
+    for r0 in range(1, n_t, 4):
+        nb = min(4, n_t - r0)
+        # rows r = k + 1 of the block: memory over i <= r0 - 2 (final rows) for all of them
+        _causal_bulk(theta, r0, nb, MR, -1, dt * dt, theta, 0, max(r0 - 1, 0), nc)
+        for r in range(r0, r0 + nb):
+            k = r - 1
+            _accumulate(theta, r, theta, MR[k], dt * dt, max(r0 - 1, 0), k, nc)
+            f = 1.0 - dt * (lam + lamhat[k])
+            for q in range(nc):
+                theta[r, q] += f * theta[k, q] - dt * sD * A1[k, q] + dt * XI[k, q]
+            _pointwise(r, nc, c, y, h0, theta, S, m, sD, loss, model, L, want_loss, A1, A2,
+                       l2_sum, loss_sum, acc_sum, proj, r2_sum)
+
+
+@njit_reduce
+def _outer_lower(A1, nc, out):
+    """out[k, l] += sum_q A1[k, q] A1[l, q] for l <= k (four l at a time)."""
+    n_t = A1.shape[0]
+    for k in range(n_t):
+        l = 0
+        while l + 4 <= k + 1:
+            s0 = s1 = s2 = s3 = 0.0
+            for q in range(nc):
+                x = A1[k, q]
+                s0 += x * A1[l, q]
+                s1 += x * A1[l + 1, q]
+                s2 += x * A1[l + 2, q]
+                s3 += x * A1[l + 3, q]
+            out[k, l] += s0
+            out[k, l + 1] += s1
+            out[k, l + 2] += s2
+            out[k, l + 3] += s3
+            l += 4
+        while l <= k:
+            s0 = 0.0
+            for q in range(nc):
+                s0 += A1[k, q] * A1[l, q]
+            out[k, l] += s0
+            l += 1
+
+
+@njit_reduce
+def _response_chunk(A2, na, lamhat, MR, dt, lam, Delta, chi, G, idx, aj, out):
+    """out[k, j] += sum over the first ``na`` samples of A2_k chi_kj A2_j, j < k (E8-E10).
+
+    chi is the linear response of a sample's theta to a unit force impulse at step j,
+    propagated exactly through the linearised process:
+    chi_{j+1,j} = 1, chi_{k+1,j} = chi_kj [1 - dt(lam + lamhat_k + Delta A2_k)]
+                                   + dt^2 sum_{i=j+1}^{k-1} MR[k, i] chi_ij.
+    For each j only the samples in the batch at j (A2_j != 0) are propagated, together
+    (gathered into the columns of chi and G = their A2), so the inner loops run over
+    samples; rows advance in blocks of four as in :func:`_process_chunk`.
+    """
+    n_t = A2.shape[0]
+    for j in range(n_t - 1):
+        cnt = 0
+        for q in range(na):
+            if A2[j, q] != 0.0:
+                idx[cnt] = q
+                aj[cnt] = A2[j, q]
+                cnt += 1
+        if cnt == 0:
+            continue
+        for k in range(j + 1, n_t):
+            for p in range(cnt):
+                G[k, p] = A2[k, idx[p]]
+        acc = 0.0
+        for p in range(cnt):
+            chi[j + 1, p] = 1.0
+            acc += G[j + 1, p] * aj[p]
+        out[j + 1, j] += acc
+        for r0 in range(j + 2, n_t, 4):
+            nb = min(4, n_t - r0)
+            _causal_bulk(chi, r0, nb, MR, -1, dt * dt, chi, j + 1, r0 - 1, cnt)
+            for r in range(r0, r0 + nb):
+                k = r - 1
+                _accumulate(chi, r, chi, MR[k], dt * dt, r0 - 1, k, cnt)
+                f = 1.0 - dt * (lam + lamhat[k])
+                acc = 0.0
+                for p in range(cnt):
+                    chi[r, p] += chi[k, p] * (f - dt * Delta * G[k, p])
+                    acc += G[r, p] * chi[r, p] * aj[p]
+                out[r, j] += acc
+
+
+def workspace(n_t, chunk):
+    """Buffers of one chunk of effective samples for :func:`iteration`, O(chunk n_t)."""
+    vec = tuple(np.empty(chunk) for _ in range(5))  # c, y, h0, theta(0), A2 at the impulse
+    mats = tuple(np.empty((n_t, chunk)) for _ in range(7))  # Z, xi, theta, A1, A2, chi, G
+    return (*vec, np.empty((n_t, chunk), np.int8), *mats, np.empty(chunk, np.int64))
+
+
+@njit
+def iteration(keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10, lam, dt,
+              Lc, m, lamhat, MR, want_loss, MC_sum, l2_sum, loss_sum, acc_sum, proj, r2_sum, resp):
+    """One fixed-point iteration of the DMFT: all effective samples with given kernels.
+
+    The N samples are drawn (:func:`draw_samples`), integrated (:func:`_process_chunk`)
+    and reduced chunk by chunk, so no per-sample path is ever stored: memory
+    O(n_t^2 + chunk n_t). Lc is the lower Cholesky factor of M_C (noise xi = Lc z);
+    m, lamhat (n_t,) and MR (n_t, n_t) the current kernels. Outputs (overwritten, sums
+    over samples): MC_sum[k, l] = sum s_k Lambda'_k s_l Lambda'_l (l <= k); l2_sum,
+    correctness, proj = s Lambda'(c + sqrt(Delta) h0), r^2, and the loss (only if
+    ``want_loss``, else left at 0), each (n_t,); resp[k, j] = sum A2_k chi_kj A2_j over
+    the first n_resp samples (:func:`_response_chunk`). ``work``: the buffers of one
+    chunk, from :func:`workspace` (allocated by the caller, so that memory tools see them).
+    Cost O(n_t^2 N + b n_t^3 n_resp/6).
+    Serial: deterministic, and no threads fighting over a shared machine's cores.
+    """
+    n_t = m.shape[0]
+    MC_sum[:, :] = 0.0
+    resp[:, :] = 0.0
+    for arr in (l2_sum, loss_sum, acc_sum, proj, r2_sum):
+        arr[:] = 0.0
+    c, y, h0, th0, aj, S, Z, XI, theta, A1, A2, chi, G, idx = work
+    chunk = c.shape[0]
+    for a0 in range(0, N, chunk):
+        nc = min(chunk, N - a0)
+        draw_samples(keys, a0, nc, model, rho, Delta, R0, b, p01, p10, c, y, h0, th0, S, Z)
+        for q in range(nc):
+            theta[0, q] = th0[q]
+        _lower_matmul(Lc, Z, XI, nc)
+        _process_chunk(nc, c, y, h0, theta, S, XI, m, lamhat, MR, dt, lam, Delta, loss, model,
+                       L, want_loss, A1, A2, l2_sum, loss_sum, acc_sum, proj, r2_sum)
+        _outer_lower(A1, nc, MC_sum)
+        na = min(nc, n_resp - a0)
+        if na > 0:
+            _response_chunk(A2, na, lamhat, MR, dt, lam, Delta, chi, G, idx, aj, resp)

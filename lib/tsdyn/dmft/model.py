@@ -57,6 +57,35 @@ def loss_terms(loss, model, y, r, L):
     return val, d1, d2, correct
 
 
+@njit
+def loss_derivatives(loss, model, y, r, L):
+    """dLambda/dr and d2Lambda/dr2 only (the same formulas as :func:`loss_terms`, without
+    the logarithm of the loss value), for the DMFT kernels, which need no loss value."""
+    if model == THREE_CLUSTER:
+        phi, dphi, d2phi = r * r - L * L, 2.0 * r, 2.0
+    else:
+        phi, dphi, d2phi = r, 1.0, 0.0
+    if loss == LOGISTIC:
+        v = y * phi
+        if v > 0.0:
+            e = math.exp(-v)
+            sig_minus = e / (1.0 + e)
+        else:
+            sig_minus = 1.0 / (1.0 + math.exp(v))
+        l1 = -sig_minus
+        l2 = sig_minus * (1.0 - sig_minus)
+        return l1 * y * dphi, l2 * (y * dphi) ** 2 + l1 * y * d2phi
+    err = phi - y
+    return err * dphi, dphi * dphi + err * d2phi
+
+
+@njit
+def is_correct(model, y, r, L):
+    """1.0 if sign(Phi(r)) = y, else 0.0 (as in :func:`loss_terms`)."""
+    phi = r * r - L * L if model == THREE_CLUSTER else r
+    return 1.0 if y * phi > 0.0 else 0.0
+
+
 def draw_clusters(params, n, rng):
     """Cluster indices c, shape (n,), from ``rng`` (one uniform per sample)."""
     u = rng.random(n)

@@ -13,9 +13,9 @@ import xarray as xr
 
 from .. import __version__, _validate
 from . import _kernels
-from .model import cluster_labels, codes, draw_clusters, generalisation_error
+from .model import codes, generalisation_error
 from .params import check_params
-from .simulate import _seed_sequence, _streams, n_steps_for
+from .simulate import _seed_sequence, n_steps_for
 
 
 class ConvergenceError(RuntimeError):
@@ -31,23 +31,34 @@ class ConvergenceError(RuntimeError):
         self.result = result
 
 
+# Effective samples processed together: the arrays of one chunk, O(CHUNK n_t), stay in
+# the fast caches and the inner loops run over samples (vectorised). The result does
+# not depend on it except through the order of floating-point sums.
+CHUNK = 256
+
+
+def _keys(ss):
+    """The three 64-bit keys (data, batch chain, noise) of the counter-based generator."""
+    return ss.generate_state(3, np.uint64)
+
+
+def _chain_probabilities(params, dt):
+    return params.switch_probabilities(dt, name="dt") if params.b < 1.0 else (0.0, 0.0)
+
+
 def _effective_samples(params, N, n_t, dt, ss):
-    """c, y, h0, theta0 (N,), batch paths S (N, n_t) and white normals Z (N, n_t)."""
-    r_data, r_batch, r_noise = [np.random.default_rng(s) for s in _streams(ss, 3)]
-    c = draw_clusters(params, N, r_data)
-    h0 = r_data.standard_normal(N)
-    theta0 = math.sqrt(params.R0) * r_data.standard_normal(N)
-    y = math.sqrt(params.Delta) * h0 if params.model == "teacher" else cluster_labels(params, c)
-    if params.b < 1.0:
-        p01, p10 = params.switch_probabilities(dt, name="dt")
-        s0 = (r_batch.random(N) < params.b).astype(np.int8)
-        S = np.empty((N, n_t), np.int8)
-        S[:, 0] = s0
-        S[:, 1:] = _kernels.batch_chain(s0.copy(), r_batch.random((n_t - 1, N)), p01, p10).T
-    else:
-        S = np.ones((N, n_t), np.int8)
-    Z = r_noise.standard_normal((N, n_t))
-    return c, y, h0, theta0, np.ascontiguousarray(S), Z
+    """All N samples at once: c, y, h0, theta0 (N,), S (n_t, N) int8, Z (n_t, N).
+
+    For tests and the benchmark's NumPy baseline only: :func:`solve` never materialises
+    them (it redraws each chunk from the counter-based generator at every iteration).
+    """
+    p01, p10 = _chain_probabilities(params, dt)
+    c, y, h0, theta0 = (np.empty(N) for _ in range(4))
+    S, Z = np.empty((n_t, N), np.int8), np.empty((n_t, N))
+    _, model = codes(params)
+    _kernels.draw_samples(_keys(ss), 0, N, model, params.rho, params.Delta, params.R0, params.b,
+                          p01, p10, c, y, h0, theta0, S, Z)
+    return c, y, h0, theta0, S, Z
 
 
 def _rel(new, old):
@@ -78,6 +89,14 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, damping=0.3, t
     max over (m, lamhat, M_C, M_R) of |K_new - K|_inf / |K_new|_inf is below ``tol``. The
     same random numbers are used at every iteration, so the residual can go to zero;
     the Monte Carlo error (~ n_samples^-1/2) is measured by changing ``seed``.
+
+    Implementation: the samples come from a counter-based generator (:mod:`._rng`, each
+    number a function of (seed, sample, step)) and are redrawn, integrated and reduced
+    in chunks of ``CHUNK`` inside one numba call per iteration
+    (:func:`._kernels.iteration`), so no per-sample path is stored: memory
+    O(n_t^2 + CHUNK n_t) whatever ``n_samples``. The iterations skip the loss value
+    (the kernels do not need it); one last pass with the final kernels gives the
+    training loss and accuracy.
 
     At dt = eta these are the d -> infinity equations of the discrete algorithm itself
     (derivation Sec. 6); for b = 1 or a persistent chain, dt -> 0 is the (stochastic)
@@ -132,24 +151,31 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, damping=0.3, t
     _validate.integer("max_iter", max_iter, low=1, doc="iteration budget")
     _validate.real("eps", eps, low=0.0, doc="relative Cholesky shift")
     ss = _seed_sequence(seed)
-    c, y, h0, theta0, S, Z = _effective_samples(params, n_samples, n_t, dt, ss)
+    keys = _keys(ss)
+    p01, p10 = _chain_probabilities(params, dt)
     loss, model = codes(params)
     a, D, lam = params.alpha, params.Delta, params.lam
 
     m = params.m0 * (1.0 - dt * lam) ** np.arange(n_t)
     lamhat, MC, MR = np.zeros(n_t), np.zeros((n_t, n_t)), np.zeros((n_t, n_t))
-    A2, MC_sum = np.empty((n_samples, n_t)), np.empty((n_t, n_t))
-    l2_sum, loss_sum, acc_sum, proj = (np.empty(n_t) for _ in range(4))
+    MC_sum = np.empty((n_t, n_t))
+    l2_sum, loss_sum, acc_sum, proj, r2_sum = (np.empty(n_t) for _ in range(5))
     resp = np.empty((n_t, n_t))
-    residuals, converged, t_div = [], False, np.inf
-    start = time.perf_counter()
-    for it in range(max_iter):
+    work = _kernels.workspace(n_t, min(CHUNK, n_samples))
+
+    def run(want_loss):
         # noise xi = L z with L L^T = M_C + eps max(diag) 1: the empirical M_C is
         # numerically low-rank, the shift keeps the causal factor accurate (Sec. 7)
         Lc = _kernels.cholesky_shifted(MC, eps)
-        _kernels.effective_process(c, y, h0, theta0, S, Z, Lc, m, lamhat, MR, dt, lam, D, loss,
-                                   model, params.L, A2, MC_sum, l2_sum, loss_sum, acc_sum, proj)
-        bad = ~np.isfinite(loss_sum) | ~np.isfinite(proj)
+        _kernels.iteration(keys, n_samples, n_resp, work, model, loss, params.rho, params.L, D,
+                           params.R0, params.b, p01, p10, lam, dt, Lc, m, lamhat, MR, want_loss,
+                           MC_sum, l2_sum, loss_sum, acc_sum, proj, r2_sum, resp)
+
+    residuals, converged, t_div = [], False, np.inf
+    start = time.perf_counter()
+    for it in range(max_iter):
+        run(False)
+        bad = ~np.isfinite(r2_sum) | ~np.isfinite(proj) | ~np.isfinite(l2_sum)
         if bad.any():
             t_div = float(np.argmax(bad) * dt)
             break
@@ -161,7 +187,6 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, damping=0.3, t
         lamhat_new = (a * D / n_samples) * l2_sum
         MC_new = np.tril(MC_sum, -1)
         MC_new = (a * D / n_samples) * (MC_new + MC_new.T + np.diag(np.diag(MC_sum)))
-        _kernels.response_kernel(np.ascontiguousarray(A2[:n_resp]), lamhat, MR, dt, lam, D, resp)
         MR_new = (a * D * D / n_resp) * resp
         res = max(_rel(m_new, m), _rel(lamhat_new, lamhat), _rel(MC_new, MC), _rel(MR_new, MR))
         residuals.append(res)
@@ -173,6 +198,9 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, damping=0.3, t
         if res < tol:
             converged = True
             break
+    # training loss and accuracy of the effective samples driven by the final kernels
+    # (the iterations skip the loss value: the kernels do not need it)
+    run(True)
     elapsed = time.perf_counter() - start
     ds = _dataset(params, dt, m, lamhat, MC, MR, loss_sum / n_samples, acc_sum / n_samples,
                   residuals, converged, t_div,
