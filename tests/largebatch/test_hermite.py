@@ -125,3 +125,12 @@ def test_bad_orders_and_zero_targets():
         lb.information_exponent(lambda x: np.ones_like(x))
     with pytest.raises(ValueError, match="tol"):
         lb.information_exponent(np.tanh, tol=0.0)
+
+
+@pytest.mark.parametrize("name, closed", [("relu", relu_closed), ("abs", abs_closed), ("sign", sign_closed)])
+def test_library_closed_forms(name, closed):
+    """The library's closed forms (He_n(0) by the recursion) against the ones above ((n-1)!!)."""
+    np.testing.assert_allclose(lb.closed_form_coefficients(name, K_MAX), [closed(k) for k in range(K_MAX + 1)],
+                               atol=1e-15)
+    with pytest.raises(ValueError, match="name must be one of"):
+        lb.closed_form_coefficients("tanh", 4)

@@ -29,8 +29,9 @@ def test_moments_at_zero_overlap_in_closed_form():
 @pytest.mark.parametrize("loss", ["square", "correlation"])
 def test_moments_against_monte_carlo(loss):
     """At M = [[0.6], [0.2]], Q12 = 0.3 (p = 2, ReLU student, He3 target, label noise):
-    quadrature vs 4e5 Monte Carlo samples, within 5 standard errors (+1e-4 for the
-    quadrature's error at the ReLU kink)."""
+    quadrature vs 4e5 Monte Carlo samples, within 5 standard errors plus 1e-3, the
+    quadrature's error where F jumps (sigma' of ReLU at lambda_j = 0): measured ~8e-4 for
+    r = 3 with 40 nodes per axis against 4e6 Monte Carlo samples (theory module docstring)."""
     p = lb.Params(d=100, p=2, target="he3", activation="relu", loss=loss, noise=0.3)
     M, Q = np.array([[0.6], [0.2]]), np.array([[1.0, 0.3], [0.3, 1.0]])
     mom = theory.moments(p, M, Q)
@@ -48,7 +49,7 @@ def test_moments_against_monte_carlo(loss):
                  "FF01": mom["FF"][0, 1], "FF11": mom["FF"][1, 1]}[name]
         mc = samples.mean(0).ravel()
         se = samples.std(0).ravel() / np.sqrt(len(samples))
-        assert np.all(np.abs(np.ravel(value) - mc) < 5 * se + 1e-4), (name, value, mc, se)
+        assert np.all(np.abs(np.ravel(value) - mc) < 5 * se + 1e-3), (name, value, mc, se)
 
 
 CASES = {
@@ -108,8 +109,14 @@ def test_exponents():
     assert theory.delta_noise(3, 1.0) == 0.5
     with pytest.raises(ValueError, match="variant must be"):
         theory.theta(2, 0.5, "adam")
-    with pytest.raises(ValueError, match=r"ell \(information exponent\) must be an integer >= 1"):
-        theory.theta(0, 0.5)
+    for bad in (0, 1):  # ell = 1 has no search phase: the exponents are for ell >= 2
+        with pytest.raises(ValueError, match=r"ell \(information exponent; the exponents need ell >= 2\) "
+                                             r"must be an integer >= 2"):
+            theory.theta(bad, 0.5)
+        with pytest.raises(ValueError, match="must be an integer >= 2"):
+            theory.delta_noise(bad, 0.5)
+        with pytest.raises(ValueError, match="must be an integer >= 2"):
+            theory.best_delta(bad, 0.5)
 
 
 def test_bad_initial_state():
@@ -134,3 +141,38 @@ def test_fluctuation_closure_predicts_the_spread_and_the_mean():
     mean, se = m.mean(0), m.std(0, ddof=1) / np.sqrt(len(m))
     assert np.all(np.abs(mean - th.M.values[:, 0, 0]) <= 4 * se + 1 / p.d)
     np.testing.assert_allclose(np.sqrt(th.M_var.values[1:]), m.std(0, ddof=1)[1:], rtol=0.25)
+
+
+@pytest.mark.parametrize("act, tgt, loss", [("he2", "he2", "square"), ("he3", "he3", "correlation"),
+                                            ("he4", "he4", "square"), ("square", "he3", "square")])
+def test_exact_quadrature_for_polynomials(act, tgt, loss):
+    """The degree-based node count gives the same moments as a rule with many more nodes
+    (both exact for polynomials, so equal to rounding), including E[F^6] of degree 6 deg F."""
+    p = lb.Params(d=100, target=tgt, activation=act, loss=loss, noise=0.2)
+    n = theory._exact_nodes(p)
+    a = theory.moments(p, np.array([[0.4]]), np.eye(1))
+    b = theory.moments(p, np.array([[0.4]]), np.eye(1), n_nodes=n + 12)
+    for key in ("F_lam", "F_nu", "FF", "FF_z2"):
+        np.testing.assert_allclose(a[key], b[key], rtol=1e-10, atol=1e-12)
+    for key in ("F2", "F4", "F6"):
+        np.testing.assert_allclose(a["jensen"][key], b["jensen"][key], rtol=1e-10)
+    assert theory._exact_nodes(lb.Params(d=10, target="relu", activation="he2")) is None
+
+
+def test_jensen_switch_off_gives_the_plain_ratio_of_means():
+    """jensen=False is the ratio of the expected numerators; the correction is small, of
+    relative order gamma^2 E[F^2] / n_b (E[F^2] = 12 at m = 0 for He2: ~1e-3 here; the
+    bound allows 2x for the m-dependence of the moments)."""
+    p = lb.Params(d=256, mu=1.0, gamma0=0.15, target="he2", activation="he2")
+    M0 = np.array([[0.3]])
+    on = theory.step_map(p, M0, np.eye(1))[0][0, 0]
+    off = theory.step_map(p, M0, np.eye(1), jensen=False)[0][0, 0]
+    assert on != off and abs(on / off - 1) < 2 * 12 * p.gamma ** 2 / p.n_b
+
+
+def test_unknown_spacing_raises():
+    p = lb.Params(d=16, m0=0.2)
+    with pytest.raises(ValueError, match="spacing must be one of"):
+        theory.dynamics(p, 5, spacing="quadratic")
+    with pytest.raises(ValueError, match="spacing must be one of"):
+        lb.simulate(p, 5, seed=0, spacing="quadratic")

@@ -6,11 +6,11 @@ Hermite expansions (:func:`hermite_coefficients`, :func:`information_exponent`,
 the theory (:mod:`.theory`) share only :class:`Params`.
 """
 
-from .hermite import (hermite_coefficients, hermite_coefficients_nd, hermite_he,
+from .hermite import (closed_form_coefficients, hermite_coefficients, hermite_coefficients_nd, hermite_he,
                       information_exponent, leap_exponent)
 from .params import Params
 from .simulate import initial_weights, recovery_point, recovery_time, simulate
 
 __all__ = ["Params", "simulate", "recovery_time", "recovery_point", "initial_weights",
            "hermite_coefficients", "hermite_coefficients_nd", "hermite_he", "information_exponent",
-           "leap_exponent"]
+           "leap_exponent", "closed_form_coefficients"]

@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from .._jit import njit, njit_reduce
+from ..dmft._kernels import cholesky_shifted
 from .functions import derivative, target, value
 
 SQUARE, CORRELATION = 0, 1
@@ -158,25 +159,6 @@ def basis(Wstar, W, U, L):
     return r
 
 
-@njit
-def _cholesky_psd(C, out):
-    """Lower-triangular out with out out^T = C for a positive semi-definite C (zero pivots kept)."""
-    n = C.shape[0]
-    out[:] = 0.0
-    for j in range(n):
-        s = C[j, j]
-        for m in range(j):
-            s -= out[j, m] * out[j, m]
-        if s <= 1e-300:
-            continue
-        out[j, j] = math.sqrt(s)
-        for i in range(j + 1, n):
-            t = C[i, j]
-            for m in range(j):
-                t -= out[i, m] * out[j, m]
-            out[i, j] = t / out[j, j]
-
-
 @njit_reduce
 def accumulate_reduced(Wstar, W, L, r, zeta, xi, act, tgt, loss, sqrt_noise, Gpar, C):
     """Gpar (p, k + p) += sum_b F^b zeta^b and C (p, p) += sum_b F^b F^b^T over the rows of zeta,
@@ -208,8 +190,7 @@ def accumulate_reduced(Wstar, W, L, r, zeta, xi, act, tgt, loss, sqrt_noise, Gpa
 def assemble_reduced(U, r, Gpar, C, Xi, G):
     """G (p, d) = Gpar U + chol(C) Xi_perp: the batch sum of F z, drawn in law (Xi: (p, d))."""
     p, d = G.shape
-    chol = np.empty((p, p))
-    _cholesky_psd(C, chol)
+    chol = cholesky_shifted(C, 0.0)  # no shift: the exact factor of the PSD C (zero pivots kept)
     proj = np.empty(r)
     G[:] = 0.0
     for j in range(p):

@@ -1,7 +1,5 @@
 """Composite runs returning plain numbers, in the form :func:`tsdyn.sweep.run` calls."""
 
-import numpy as np
-
 from . import theory
 from .params import Params
 from .simulate import recovery_time
@@ -43,12 +41,3 @@ def theory_recovery_time(*, d, ell, mu, variant="projected", gamma0=0.1, n0=1.0,
     p = scaling_params(d=d, ell=ell, mu=mu, variant=variant, gamma0=gamma0, n0=n0, eta=eta,
                        delta=delta, m0_scale=m0_scale)
     return theory.recovery_time(p, m0=p.m0, max_steps=max_steps)
-
-
-def fraction_recovered(*, seed, d, ell, mu, delta, budget, seeds=1, variant="projected", gamma0=0.1,
-                       n0=1.0, eta=0.5, sampler="reduced"):
-    """Fraction of ``seeds`` runs (children of ``seed``) that recover within ``budget`` steps."""
-    ok = [recovery_scaling_point(seed=s, d=d, ell=ell, mu=mu, max_steps=budget, variant=variant,
-                                 gamma0=gamma0, n0=n0, eta=eta, delta=delta, sampler=sampler)["recovered"]
-          for s in np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key).spawn(seeds)]
-    return {"fraction": float(np.mean(ok))}

@@ -9,12 +9,18 @@ E[h*(x)^2] = 1.
 Targets of k > 1 directions (``Params.k``): a one-dimensional name g gives
 h*(nu) = sum_r g(nu_r) / sqrt(k); ``"prod"`` is nu_1 nu_2 ... nu_k (leap exponent k)
 and ``"staircase"`` is nu_1 + nu_1 nu_2 + ... + nu_1...nu_k, normalised (leap 1).
+
+``"linear"`` and ``"relu"`` are :mod:`tsdyn.activations`' functions (called from
+there). ``"erf"`` here is erf(x) itself, the paper's convention, and NOT
+:mod:`tsdyn.activations`' ``"erf"``, which is erf(x / sqrt 2) (Saad & Solla's scale):
+the two differ by the scale of x (c_1 = 2 / sqrt(3 pi) here, 1 / sqrt(pi) there).
 """
 
 import math
 
 import numpy as np
 
+from .. import activations
 from .._jit import njit
 
 NAMES = ("linear", "he2", "he3", "he4", "square", "cube", "relu", "abs", "tanh", "sign", "erf")
@@ -23,6 +29,9 @@ MULTI_INDEX = ("prod", "staircase")
 NOT_ACTIVATIONS = ("sign",)
 KINKS = {"relu": (0.0,), "abs": (0.0,), "sign": (0.0,)}
 PROD, STAIRCASE = 100, 101
+# Polynomial degree of the polynomial functions (None: not a polynomial); the theory
+# chooses exact quadratures from it.
+DEGREE = {"linear": 1, "he2": 2, "he3": 3, "he4": 4, "square": 2, "cube": 3}
 _S2, _S6, _S24 = math.sqrt(2.0), math.sqrt(6.0), math.sqrt(24.0)
 
 
@@ -48,7 +57,7 @@ def target_code(name, k=1):
 def value(code, x):
     """The function with integer ``code`` at x."""
     if code == 0:
-        return x
+        return activations.g(activations.LINEAR, x)
     if code == 1:
         return (x * x - 1.0) / _S2
     if code == 2:
@@ -61,7 +70,7 @@ def value(code, x):
     if code == 5:
         return x * x * x
     if code == 6:
-        return x if x > 0.0 else 0.0
+        return activations.g(activations.RELU, x)
     if code == 7:
         return abs(x)
     if code == 8:
@@ -75,7 +84,7 @@ def value(code, x):
 def derivative(code, x):
     """Derivative of the function with integer ``code`` at x (0 at a kink's point)."""
     if code == 0:
-        return 1.0
+        return activations.dg(activations.LINEAR, x)
     if code == 1:
         return 2.0 * x / _S2
     if code == 2:
@@ -87,7 +96,7 @@ def derivative(code, x):
     if code == 5:
         return 3.0 * x * x
     if code == 6:
-        return 1.0 if x > 0.0 else 0.0
+        return activations.dg(activations.RELU, x)
     if code == 7:
         return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
     if code == 8:

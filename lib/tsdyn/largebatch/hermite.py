@@ -25,6 +25,22 @@ _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(20)
 _MAX_INTERVALS = 20000
 
 
+def gauss_hermite_grid(k, n):
+    """Tensor Gauss-Hermite rule for E over x ~ N(0, I_k), n nodes per axis.
+
+    Returns (grids, weights): ``grids`` a list of k arrays of shape (n,) * k (the
+    coordinates, as numpy.meshgrid with indexing="ij") and ``weights`` of the same
+    shape, summing to 1. Exact for polynomials of degree <= 2n - 1 in each coordinate.
+    """
+    x, w = np.polynomial.hermite_e.hermegauss(n)
+    w = w / w.sum()
+    grids = np.meshgrid(*([x] * k), indexing="ij")
+    weights = np.ones([n] * k)
+    for r in range(k):
+        weights = weights * w.reshape([n if i == r else 1 for i in range(k)])
+    return grids, weights
+
+
 def hermite_he(k_max, x):
     """He_0(x), ..., He_{k_max}(x) by the three-term recursion; shape (k_max + 1, *x.shape)."""
     x = np.asarray(x, float)
@@ -194,12 +210,8 @@ def hermite_coefficients_nd(f, k, degree, *, n_nodes=None):
     if not callable(f):
         raise ValueError(f"f (the target) must be callable; got {type(f).__name__}")
     n = n_nodes or 2 * degree + 20
-    x, w = np.polynomial.hermite_e.hermegauss(n)
-    w = w / w.sum()
-    grids = np.meshgrid(*([x] * k), indexing="ij")
-    weights = np.ones([n] * k)
-    for r in range(k):
-        weights = weights * w.reshape([n if i == r else 1 for i in range(k)])
+    x = np.polynomial.hermite_e.hermegauss(n)[0]
+    grids, weights = gauss_hermite_grid(k, n)
     values = np.asarray(f(*grids), dtype=float)
     if values.shape != weights.shape or not np.all(np.isfinite(values)):
         raise ValueError("f must take k arrays and return finite values of the same shape")
@@ -209,6 +221,30 @@ def hermite_coefficients_nd(f, k, degree, *, n_nodes=None):
         c = np.tensordot(he, c, axes=([1], [r]))
         c = np.moveaxis(c, 0, r)
     return c
+
+
+def closed_form_coefficients(name, k_max):
+    """Normalised coefficients c_0..c_k_max of ``"relu"``, ``"abs"`` or ``"sign"`` in closed form.
+
+    With phi the standard normal density and He_k phi = (-1)^k phi^(k), integrating by
+    parts gives E[max(x, 0) He_k(x)] = He_{k-2}(0) phi(0) (k >= 2) and
+    E[sign(x) He_k(x)] = 2 He_{k-1}(0) phi(0) (k >= 1), where He_n(0) = 0 for odd n and
+    (-1)^(n/2) (n - 1)!! for even n; c_0, c_1 of ReLU are phi(0) and 1/2, and
+    |x| = 2 max(x, 0) - x. Used to check :func:`hermite_coefficients` at kinks.
+    """
+    if isinstance(k_max, bool) or not isinstance(k_max, numbers.Integral) or k_max < 1:
+        raise ValueError(f"k_max (highest Hermite order) must be an integer >= 1; got {k_max!r}")
+    phi0 = 1.0 / math.sqrt(2 * math.pi)
+    he0 = hermite_he(k_max, np.zeros(()))  # He_n(0), n = 0..k_max
+    norm = np.sqrt([math.factorial(k) for k in range(k_max + 1)])
+    relu = np.array([phi0, 0.5] + [he0[k - 2] * phi0 for k in range(2, k_max + 1)]) / norm
+    if name == "relu":
+        return relu
+    if name == "abs":
+        return 2 * relu - (np.arange(k_max + 1) == 1)
+    if name == "sign":
+        return np.array([0.0] + [2 * he0[k - 1] * phi0 for k in range(1, k_max + 1)]) / norm
+    raise ValueError(f"name must be one of ('relu', 'abs', 'sign'); got {name!r}")
 
 
 def leap_exponent(f, k, tol=1e-6, *, degree=4):

@@ -12,7 +12,7 @@ import xarray as xr
 
 from .. import __version__, _seeds, _validate
 from . import _kernels
-from .params import ALGORITHMS, LOSSES, Params
+from .params import ALGORITHMS, LOSSES, Params, record_steps
 
 # One input chunk: 2**18 float64 = 2 MiB, small enough to stay in cache between the
 # pass that computes the fields and the pass that adds F z to the gradient.
@@ -49,16 +49,6 @@ def initial_weights(params, seed):
         W /= np.linalg.norm(W, axis=1, keepdims=True)
         W = params.m0 * Wstar[np.arange(p) % k] + math.sqrt(1 - params.m0 ** 2) * W
     return Wstar, np.ascontiguousarray(W)
-
-
-def _record_steps(steps, n_points, spacing):
-    if spacing == "linear":
-        grid = np.linspace(0, steps, n_points)
-    elif spacing == "log":
-        grid = np.concatenate([[0], np.geomspace(1, steps, n_points - 1)])
-    else:
-        raise ValueError(f"spacing must be 'linear' or 'log'; got {spacing!r}")
-    return np.unique(np.round(grid).astype(np.int64))
 
 
 class _Runner:
@@ -185,7 +175,7 @@ def simulate(params, steps, *, seed, n_points=100, spacing="linear", sampler="fu
     _validate.integer("steps", steps, low=1, doc="number of SGD steps")
     _validate.integer("n_points", n_points, low=2, doc="number of recording times")
     run = _Runner(params, seed, sampler, stop_at_recovery=False)
-    record = _record_steps(steps, n_points, spacing)
+    record = record_steps(steps, n_points, spacing)
     P = params
     M = np.full((len(record), P.p, P.k), np.nan)
     Q = np.full((len(record), P.p, P.p), np.nan)
