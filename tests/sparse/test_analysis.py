@@ -193,3 +193,16 @@ def test_width_floor_is_the_width_of_a_perfect_step():
     assert sparse.width_floor(m, m_c) == pytest.approx(6 * ((8 / 6) ** 0.8 - (8 / 6) ** 0.2))
     with pytest.raises(ValueError, match="m must be increasing"):
         sparse.width_floor([4, 2], 3.0)
+
+
+def test_resolved_minimum():
+    # interior minimum 1.0 at index 2, neighbours 2.0 and 3.0, s.e. 0.1: resolved
+    assert sparse.resolved_minimum([5.0, 2.0, 1.0, 3.0], [0.1] * 4) == (2, True)
+    # the same with s.e. 0.5: 2.0 - 1.0 < 2 sqrt(0.5) -> not resolved
+    assert sparse.resolved_minimum([5.0, 2.0, 1.0, 3.0], [0.5] * 4) == (2, False)
+    # at the edge of the grid: never resolved; a diverged (NaN) neighbour counts as higher
+    assert sparse.resolved_minimum([1.0, 2.0, 3.0], [0.1] * 3) == (0, False)
+    assert sparse.resolved_minimum([5.0, 1.0, np.nan], [0.1] * 3) == (1, True)
+    assert sparse.resolved_minimum([5.0, 1.0, np.nan, 4.0], [0.1] * 4) == (1, True)
+    assert sparse.resolved_minimum([1.05, 1.0, np.nan], [0.1] * 3) == (1, False)
+    assert sparse.resolved_minimum([np.nan, np.nan], [0.1, 0.1]) == (-1, False)

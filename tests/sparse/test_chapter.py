@@ -15,8 +15,11 @@ def test_two_matrix_transition(glued):
     assert g["d2_success_min"] >= 0.75
     # m_c grows with d: the fitted slope is positive by more than 3 standard errors.
     assert g["mc_slope"] > 3 * g["mc_slope_se"]
-    # ... and is of the order of the counting argument's d (prefactor O(1), here 1 to 4).
-    assert 1.0 <= g["mc_over_d_min"] <= g["mc_over_d_max"] <= 4.0
+    # ... and is of the order of the counting argument's 2d (outputs only): prefactor of
+    # order one, here between 1/2 and 2 (quick data: 0.85 to 1.3).
+    assert 0.5 <= g["mc_over_2d_min"] <= g["mc_over_2d_max"] <= 2.0
+    # the paper's mixed count m = d lies below every measured m_c
+    assert g["mc_over_d_min"] > 1.0
     # First-order transition: final Hamming distances are bimodal; fewer than 10% of the
     # runs with d >= 3 end in the gap (0.05, 0.25) (quick data: about 1%).
     assert g["gap_fraction"] < 0.10
@@ -33,6 +36,16 @@ def test_mismatched_and_one_matrix(glued):
     # One matrix: m_c / d ~ N^alpha with alpha = 1 (counting argument), within 3 standard
     # errors of the fit plus 0.2 for the pre-asymptotic sizes N = 16..64.
     assert abs(g["erf_exponent"] - 1) < 3 * g["erf_exponent_se"] + 0.2
+
+
+@pytest.mark.slow
+def test_paper_cost_is_measured(glued):
+    g = glued
+    # The fitted cost model (fixed cost + cost per unit of work) reproduces every timed
+    # run within a factor 2 (residual < 1), the accuracy a cost estimate needs; timings
+    # on a loaded 2-core machine fluctuate by tens of percent (quick data under load: 0.46).
+    assert g["cost_fit_residual"] < 1.0
+    assert g["paper_hours_total"] > 0
 
 
 @pytest.mark.slow

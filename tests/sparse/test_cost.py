@@ -13,6 +13,9 @@ def test_work_counts():
     # mismatched d = 2, d_s = 3: N m (9 + 12 + 4 + 1)
     assert cost.greedy_work(10, 2, 3, 5, d_s=3) == 5 * 10 * 3 * 26
     assert cost.greedy_work(10, 2, 3, 5, model="one_matrix") == 5 * 10 * 3 * 9
+    # validations: n_val 30 through 2 N d_s weights, or 1024 through N d
+    assert cost.greedy_work(10, 2, 3, 5, n_points=4) == 5 * 10 * 3 * 17 + 4 * 30 * 2 * 10 * 2
+    assert cost.greedy_work(10, 2, 3, 5, model="one_matrix", n_points=4) == 5 * 10 * 3 * 9 + 4 * 1024 * 10 * 2
     assert cost.sgd_work(4, 2, 8, 10) == 10 * (2 * 16 * 8 + 16 + 4 * 8 * 3)
     with pytest.raises(ValueError, match="model must be"):
         cost.greedy_work(10, 2, 3, 5, model="dense")
@@ -29,7 +32,7 @@ def test_fit_recovers_a_known_cost_and_estimates_a_grid():
     assert fit["max_rel_residual"] < 1e-9
     runs = [("two_matrix", dict(N=10, d=2, m=3), 5, 4), ("sgd", dict(N=4, d=2, m=8), 10, 2)]
     fits = {"two_matrix": fit, "sgd": {"a": 1.0, "b": 0.0}}
-    expected = 4 * (0.05 + 2e-8 * 5 * 10 * 3 * 17) + 2 * 1.0
+    expected = 4 * (0.05 + 2e-8 * cost.work("two_matrix", dict(N=10, d=2, m=3), 5)) + 2 * 1.0
     assert cost.estimate(runs, fits) == pytest.approx(expected)
     with pytest.raises(ValueError, match="same length >= 2"):
         cost.fit_cost([1.0], [1.0])
@@ -51,8 +54,8 @@ def test_chapter_runs_count_every_run_of_the_quick_preset():
 
 def test_time_run_is_positive_and_grows_with_the_length():
     kw = dict(N=20, d=2, m=4)
-    short = min(cost.time_run("two_matrix", kw, 2) for _ in range(3))
-    long = min(cost.time_run("two_matrix", kw, 400) for _ in range(3))
+    short = cost.time_run("two_matrix", kw, 2, repeats=3)
+    long = cost.time_run("two_matrix", kw, 400, repeats=3)
     assert 0 < short < long
     with pytest.raises(ValueError, match="kind must be one of"):
         cost.time_run("dense", kw, 2)

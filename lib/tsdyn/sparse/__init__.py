@@ -12,7 +12,7 @@ chapter's grids cost.
 
 from . import cost
 from .analysis import (bootstrap, critical_batch, crossing, gap_fraction, hamming, max_pairwise_z,
-                       mean_se, near_transition, success_fraction, success_interval, tp_tn_rates,
+                       mean_se, near_transition, resolved_minimum, success_fraction, success_interval, tp_tn_rates,
                        transition_width, width_floor)
 from .cost import erf_batch_sizes
 from .experiments import greedy_point, sgd_point
@@ -28,5 +28,5 @@ __all__ = [
     "hamming", "tp_tn_rates", "success_fraction", "crossing", "critical_batch", "transition_width",
     "greedy_point", "sgd_point", "counting_m_c", "random_student_hamming", "success_interval",
     "mean_se", "gap_fraction", "near_transition", "max_pairwise_z", "bootstrap", "width_floor",
-    "erf_batch_sizes", "cost",
+    "erf_batch_sizes", "cost", "resolved_minimum",
 ]

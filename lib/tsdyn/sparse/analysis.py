@@ -85,7 +85,8 @@ def success_interval(success, z=1.0):
     p = success.mean(-1)
     centre = (p + z ** 2 / (2 * n)) / (1 + z ** 2 / n)
     half = z / (1 + z ** 2 / n) * np.sqrt(p * (1 - p) / n + z ** 2 / (4 * n ** 2))
-    return p, np.maximum(centre - half, 0.0), np.minimum(centre + half, 1.0)
+    # the interval contains p; clipping also removes round-off at p = 0 or 1
+    return p, np.clip(centre - half, 0.0, p), np.clip(centre + half, p, 1.0)
 
 
 def mean_se(values, dims):
@@ -273,3 +274,26 @@ def transition_width(m, success, *, lo=0.2, hi=0.8, n_boot=1000, seed=0):
     boot = bootstrap(success, width, n_boot=n_boot, seed=seed)
     boot = boot[np.isfinite(boot)]
     return {"width": float(w), "width_se": float(boot.std(ddof=1)) if len(boot) >= 2 else np.nan}
+
+
+def resolved_minimum(values, errors, z=2.0):
+    """Index of the smallest finite entry of ``values`` (1-D) and whether it is a
+    resolved interior minimum: not at either end, and below both neighbours by more
+    than ``z`` combined standard errors (sqrt(se_k^2 + se_neighbour^2)).
+
+    Returns (index or -1 when no entry is finite, resolved: bool). A neighbour that
+    is not finite (e.g. a diverged run) counts as higher.
+    """
+    v, e = np.asarray(values, float), np.asarray(errors, float)
+    if v.ndim != 1 or v.shape != e.shape:
+        raise ValueError(f"values and errors must be 1-D of the same shape; got {v.shape}, {e.shape}")
+    if not np.isfinite(v).any():
+        return -1, False
+    k = int(np.nanargmin(np.where(np.isfinite(v), v, np.nan)))
+    if k == 0 or k == len(v) - 1:
+        return k, False
+    ok = True
+    for j in (k - 1, k + 1):
+        if np.isfinite(v[j]):
+            ok &= bool(v[j] - v[k] > z * np.hypot(e[k], e[j]))
+    return k, ok
