@@ -111,10 +111,10 @@ def bench_sde():
     tau = np.array([0.0, n * 0.005])
     out = np.empty((P, 2))
     sub = np.array([n])
-    _kernels.level_spacing_em(S0, tau, sub, K, V, D, 0.5, xi, out)
+    _kernels.level_spacing_em(S0, tau, sub, K, V, D, 0.5, xi, out, False)
 
     def kernel():
-        _kernels.level_spacing_em(S0, tau, sub, K, V, D, 0.5, xi, out)
+        _kernels.level_spacing_em(S0, tau, sub, K, V, D, 0.5, xi, out, False)
 
     def numpy_version():
         numpy_em(S0, K[:, 0], V[:, 0], D[:, 0], 0.5, 0.005, xi)

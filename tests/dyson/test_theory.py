@@ -41,10 +41,15 @@ def test_mp_edges_and_moments_against_sampled_matrices():
         xs.append(np.linalg.eigvalsh(W @ W.T))
     xs = np.array(xs)
     lo, hi = th.marchenko_pastur_edges(s, n2 / n1)
-    # Extreme eigenvalues sit within a few Tracy-Widom widths ~ x_edge n2^(-2/3) of the edges.
-    width = n2 ** (-2 / 3)
-    assert np.all(np.abs(xs.max(axis=1) / hi - 1) < 5 * width)
-    assert np.all(np.abs(xs.min(axis=1) / lo - 1) < 5 * width * (hi / lo))
+    # Extreme eigenvalues fluctuate on the Tracy-Widom scales of G G^T (Johnstone 2001; soft
+    # lower edge for n2 < n1), divided by n1 and times s^2:
+    # (sqrt n1 +- sqrt n2)(1/sqrt n2 +- 1/sqrt n1)^(1/3) / n1 (~0.9% of x_+ and ~3% of x_-).
+    # TW_1 has mean -1.2 and s.d. 1.3: 6 widths leave room for the mean shift and the tails.
+    a, b = math.sqrt(n1), math.sqrt(n2)
+    tw_hi = s ** 2 * (a + b) * (1 / b + 1 / a) ** (1 / 3) / n1
+    tw_lo = s ** 2 * (a - b) * (1 / b - 1 / a) ** (1 / 3) / n1
+    assert np.all(np.abs(xs.max(axis=1) - hi) < 6 * tw_hi)
+    assert np.all(np.abs(xs.min(axis=1) - lo) < 6 * tw_lo)
     # Moments: mean exact at any size; second moment sigma^4 (1 + r + 1/n1) at finite n1.
     m1, m2 = xs.mean(axis=1), (xs ** 2).mean(axis=1)
     assert abs(m1.mean() - s ** 2) < 4 * m1.std(ddof=1) / np.sqrt(reps)
@@ -113,8 +118,19 @@ def test_first_layer_q_against_monte_carlo():
     assert th.jamming_boundary(3) == pytest.approx(math.sqrt(2 * th.first_layer_q(3)))
 
 
-def test_mixture_density_is_normalised_and_wider_tailed():
-    assert integrate.quad(th.feature_density_mixture, -1, 1, args=(2.0,))[0] == pytest.approx(1.0, abs=1e-7)
+@pytest.mark.parametrize("sigma_w", [0.5, 1.0])
+def test_mixture_density_is_normalised_and_wider_tailed(sigma_w):
+    """The mixture over |x| has the same mean variance q sigma_w^2 of z as eq. (2.21), but a
+    spread of variances, so more mass near phi = +-1 in the single-well regime (sigma_z^2 =
+    0.09, 0.34): P(phi > 0.95) is 500x and 2.3x that of (2.21). (Deep in the double well,
+    sigma_w >~ 2, both laws pile up at +-1 and the comparison flips.)"""
+    assert integrate.quad(th.feature_density_mixture, -1, 1, args=(sigma_w,))[0] == pytest.approx(1.0, abs=1e-7)
+    s2 = th.sigma_z2(sigma_w)
+    tail_mix = integrate.quad(th.feature_density_mixture, 0.95, 1, args=(sigma_w,))[0]
+    tail_gauss = integrate.quad(th.feature_density, 0.95, 1, args=(s2,))[0]
+    assert tail_mix > 2 * tail_gauss
+    with pytest.raises(ValueError, match=r"sigma_w \(initial weight scale\) must be a finite number in \(0"):
+        th.feature_density_mixture(0.0, -1.0)
 
 
 # ------------------------------------------------------------------ level-spacing SDE
@@ -198,6 +214,10 @@ def test_sde_same_seed_same_paths_and_per_path_coefficients():
     (dict(tau=[1.0, 2.0]), r"tau must be an increasing 1-D array"),
     (dict(K_S=np.zeros((3, 3))), r"K_S must be a scalar, shape \(2,\)"),
     (dict(D_S=-1.0), r"V_S and D_S \(variances\) must be >= 0"),
+    (dict(seed=-1), r"seed must be a non-negative integer or a numpy SeedSequence; got -1"),
+    (dict(S0=1.0, n_paths=0), r"n_paths \(number of SDE paths\) must be an integer >= 1; got 0"),
+    (dict(n_paths=3), r"n_paths = 3 but S0 has 2 values"),
+    (dict(interpolate="cubic"), r"interpolate must be 'hold' or 'linear'; got 'cubic'"),
 ])
 def test_sde_bad_input(kwargs, message):
     args = dict(S0=[1.0, 1.0], tau=[0.0, 1.0], K_S=0.0, V_S=0.1, D_S=0.1, T=0.5, dt=0.1, seed=0)
@@ -216,6 +236,31 @@ def test_spacing_coefficients_by_hand():
     assert K_S.shape == (2,)
     with pytest.raises(ValueError, match=r"K must have shape \(..., N\) and V \(..., N, N\)"):
         th.spacing_coefficients(K, V[:2, :2])
+
+
+def test_spacing_coefficients_ito_term_by_hand():
+    K = np.array([-3.0, 1.0, 2.0])
+    V = np.eye(3)
+    C = np.array([1.0, 9.0, 4.0])
+    K_S, _, _ = th.spacing_coefficients(K, V, C=C, T=0.5)
+    assert K_S == 2.5 + 0.5 * (4.0 - 1.0) / 2
+    with pytest.raises(ValueError, match=r"C \(gradient covariance\) and T \(temperature\) go together"):
+        th.spacing_coefficients(K, V, C=C)
+
+
+def test_sde_linear_interpolation_of_the_coefficients():
+    """D_S = V_S = 0 and K_S going linearly from K0 to K1 over one interval: the exact
+    solution S0 + K0 tau + (K1 - K0) tau^2 / (2 tau_f); Euler with m steps using the
+    left value of each step is short by (K1 - K0) tau_f / (2 m)."""
+    tau, K0, K1, m = np.array([0.0, 2.0]), 1.0, 3.0, 400
+    K = np.array([[K0, K1]])
+    r = th.level_spacing_sde([5.0], tau, K_S=K, V_S=np.zeros((1, 2)), D_S=np.zeros((1, 2)), T=1.0,
+                             dt=2.0 / m, seed=0, interpolate="linear")
+    exact = 5.0 + K0 * 2.0 + (K1 - K0) * 2.0 / 2
+    assert r.S.values[-1, 0] == pytest.approx(exact - (K1 - K0) * 2.0 / (2 * m), rel=1e-12)
+    held = th.level_spacing_sde([5.0], tau, K_S=K, V_S=np.zeros((1, 2)), D_S=np.zeros((1, 2)), T=1.0,
+                                dt=2.0 / m, seed=0)
+    assert held.S.values[-1, 0] == pytest.approx(5.0 + K0 * 2.0, rel=1e-12)
 
 
 def test_convergence_criterion():
@@ -264,3 +309,6 @@ def test_dyson_bad_input():
         th.dyson_sde(np.array([[1.0, 0.5]]), [0.0, 1.0], K=np.zeros((1, 2)), V=np.ones((1, 2, 2)), T=1.0, dt=0.1, seed=0)
     with pytest.raises(ValueError, match=r"K must have shape \(1, 2, 2\) or \(1, 2\)"):
         th.dyson_sde(np.array([[0.0, 1.0]]), [0.0, 1.0], K=np.zeros(3), V=np.ones((1, 2, 2)), T=1.0, dt=0.1, seed=0)
+    with pytest.raises(ValueError, match=r"seed must be a non-negative integer or a numpy SeedSequence; got -1"):
+        th.dyson_sde(np.array([[0.0, 1.0]]), [0.0, 1.0], K=np.zeros((1, 2)), V=np.ones((1, 2, 2)), T=1.0, dt=0.1,
+                     seed=-1)

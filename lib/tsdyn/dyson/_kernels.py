@@ -169,13 +169,15 @@ def gradient_moments(W2, A1, Y, W3, U):
 
 
 @njit
-def level_spacing_em(S0, tau_grid, n_sub, K, V, Dc, T, xi, out):
+def level_spacing_em(S0, tau_grid, n_sub, K, V, Dc, T, xi, out, linear):
     """Drift-implicit Euler-Maruyama for dS = (K_S + V_S T / S) dtau + sqrt(2 T D_S) dW (eq. 4.8).
 
     S0 (P,) initial values; tau_grid (n_rec,) recording times (first = 0); n_sub
     (n_rec - 1,) number of equal steps in each interval [tau_r, tau_{r+1}); K, V, Dc
-    (P, n_rec) coefficients, constant on each interval (value at its left end); xi
-    (P, sum(n_sub)) standard normals, one per step; out (P, n_rec).
+    (P, n_rec) coefficients at the recording times: held at the interval's left-end value
+    (``linear`` False) or interpolated linearly in tau between its two ends, each step
+    using the value at its start (``linear`` True); xi (P, sum(n_sub)) standard normals,
+    one per step; out (P, n_rec).
 
     The Coulomb term is taken at the new point: S' = S + K h + V T h / S' + sqrt(2 T D h) xi,
     i.e. S' = (b + sqrt(b^2 + 4 V T h)) / 2 with b = S + K h + sqrt(2 T D h) xi, the
@@ -189,11 +191,15 @@ def level_spacing_em(S0, tau_grid, n_sub, K, V, Dc, T, xi, out):
         out[p, 0] = S
         n = 0
         for r in range(n_rec - 1):
-            h = (tau_grid[r + 1] - tau_grid[r]) / n_sub[r]
-            noise = math.sqrt(2.0 * T * Dc[p, r] * h)
-            c = 4.0 * V[p, r] * T * h
-            for _ in range(n_sub[r]):
-                b = S + K[p, r] * h + noise * xi[p, n]
+            m = n_sub[r]
+            h = (tau_grid[r + 1] - tau_grid[r]) / m
+            for j in range(m):
+                f = j / m if linear else 0.0
+                k_ = K[p, r] + f * (K[p, r + 1] - K[p, r])
+                v_ = V[p, r] + f * (V[p, r + 1] - V[p, r])
+                d_ = Dc[p, r] + f * (Dc[p, r + 1] - Dc[p, r])
+                b = S + k_ * h + math.sqrt(2.0 * T * d_ * h) * xi[p, n]
+                c = 4.0 * v_ * T * h
                 root = math.sqrt(b * b + c)
                 S = 0.5 * (b + root) if b >= 0.0 else 0.5 * c / (root - b)
                 n += 1

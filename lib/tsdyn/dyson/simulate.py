@@ -63,15 +63,22 @@ def networks(params, *, seed, n_models):
 
 
 def record_steps(steps, n_points, spacing="log"):
-    """Recording steps: 0, ..., steps; log-spaced (integers, duplicates dropped) or linear."""
+    """Recording steps: 0, ..., steps; log-spaced (integers, duplicates dropped), linear, or
+    "log+linear": the union of both grids of ``n_points`` (fine early on a log axis and
+    no interval longer than steps / (n_points - 1) late, for coefficients measured along
+    the run)."""
     _validate.integer("steps", steps, low=1, doc="number of SGD steps")
     _validate.integer("n_points", n_points, low=2, doc="number of recording times")
+    log = np.concatenate([[0.0], np.geomspace(1.0, steps, n_points - 1)])
+    lin = np.linspace(0.0, steps, n_points)
     if spacing == "log":
-        grid = np.concatenate([[0.0], np.geomspace(1.0, steps, n_points - 1)])
+        grid = log
     elif spacing == "linear":
-        grid = np.linspace(0.0, steps, n_points)
+        grid = lin
+    elif spacing == "log+linear":
+        grid = np.concatenate([log, lin])
     else:
-        raise ValueError(f"spacing must be 'log' or 'linear'; got {spacing!r}")
+        raise ValueError(f"spacing must be 'log', 'linear' or 'log+linear'; got {spacing!r}")
     return np.unique(np.round(grid).astype(np.int64))
 
 
@@ -96,7 +103,7 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
         Ensemble size |S|.
     n_points : int
         Number of recording times (see :func:`record_steps`).
-    spacing : {"log", "linear"}
+    spacing : {"log", "linear", "log+linear"}
     moment_samples : int or None
         Number of training samples (the first ones) over which the gradient moments
         K, V (eq. 4.4) and the full-batch gradient are measured; None: all n_train.

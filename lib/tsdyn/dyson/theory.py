@@ -19,7 +19,7 @@ import numpy as np
 import xarray as xr
 from scipy import optimize, special
 
-from .. import __version__, _validate
+from .. import __version__, _seeds, _validate
 from . import _kernels
 
 
@@ -158,6 +158,8 @@ def feature_density_mixture(phi, sigma_w, n0=3):
     So p(phi) = E_{|x|^2 ~ chi^2_{n0}} [ feature_density(phi, sigma_w^2 kappa) ], a
     scale mixture of eq. (2.21).
     """
+    _validate.real("sigma_w", sigma_w, low=0.0, low_open=True, doc="initial weight scale")
+    _validate.integer("n0", n0, low=1, doc="input dimension")
     s, w = _chi2_nodes(n0)
     kappa = _tanh2_gauss(s / n0)
     phi = np.asarray(phi, float)
@@ -175,8 +177,12 @@ def jamming_boundary(n0=3):
 
 # ------------------------------------------------------------------ level spacing
 
-def spacing_coefficients(K, V):
+def spacing_coefficients(K, V, C=None, T=None):
     """K_S, V_S, D_S of the level-spacing equation from the gradient moments (eqs. B.7, B.9).
+
+    The moments are taken in the eigenbasis of X (the basis in which first-order
+    perturbation theory gives delta x_i = delta X_ii), not in that of the mean change K
+    as in the paper's App. B: the two differ when E[Delta^X] is not diagonal in X's basis.
 
     Parameters
     ----------
@@ -184,11 +190,16 @@ def spacing_coefficients(K, V):
         K_i = -E[Delta^X_ii] in the eigenbasis of X, ordered by ascending eigenvalue.
     V : array, shape (..., N, N)
         V_ij = Var[Delta^X_ij] in the same basis.
+    C, T : array (..., N) and float, optional
+        The Ito drift: C_ii = sum_k Var[Delta_ik] in the same basis (``train_ensemble``'s
+        ``C``) and the temperature. X = W W^T changes by eps^2 Delta_B Delta_B^T at second
+        order, whose noise part adds T C_ii per unit tau to the drift of x_i; eq. (4.3)
+        leaves it out. Given both, K_S includes T (C_N - C_1)/(N - 1).
 
     Returns
     -------
     K_S, V_S, D_S : arrays of shape (...)
-        K_S = (K_N - K_1)/(N - 1); D_S = (V_11 + V_NN) / (2 (N-1)^2);
+        K_S = (K_N - K_1)/(N - 1) [+ T (C_N - C_1)/(N - 1)]; D_S = (V_11 + V_NN) / (2 (N-1)^2);
         V_S = 2 V_N1/(N-1)^2 + 1/(N-1) sum_{k=1}^{N-2} (V_{N,N-k} + V_{1,k+1}) / k.
         (Indices 1..N as in the paper; the Coulomb terms of the extreme eigenvalues,
         with the spacings x_N - x_j, x_j - x_1 replaced by multiples of S, eq. B.5.)
@@ -199,6 +210,14 @@ def spacing_coefficients(K, V):
         raise ValueError(f"K must have shape (..., N) and V (..., N, N) with N >= 2; got "
                          f"{K.shape} and {V.shape}")
     K_S = (K[..., -1] - K[..., 0]) / (N - 1)
+    if (C is None) != (T is None):
+        raise ValueError("C (gradient covariance) and T (temperature) go together: give both or neither")
+    if C is not None:
+        C = np.asarray(C, float)
+        if C.shape != K.shape:
+            raise ValueError(f"C must have the shape of K, {K.shape}; got {C.shape}")
+        _validate.real("T", T, low=0.0, low_open=True, doc="temperature")
+        K_S = K_S + float(T) * (C[..., -1] - C[..., 0]) / (N - 1)
     D_S = (V[..., 0, 0] + V[..., -1, -1]) / (2 * (N - 1) ** 2)
     k = np.arange(1, N - 1)
     V_S = 2 * V[..., -1, 0] / (N - 1) ** 2
@@ -237,7 +256,8 @@ def _coefficient(name, value, P, n_rec):
     return np.ascontiguousarray(arr)
 
 
-def level_spacing_sde(S0, tau, *, K_S, V_S, D_S, T, dt, seed, n_paths=None, check=True, min_substeps=1):
+def level_spacing_sde(S0, tau, *, K_S, V_S, D_S, T, dt, seed, n_paths=None, check=True, min_substeps=1,
+                      interpolate="hold"):
     """Integrate the level-spacing Langevin equation (Park et al. eq. 4.8) by Euler-Maruyama.
 
         dS = (K_S + V_S T / S) dtau + sqrt(2 T D_S) dW,
@@ -255,8 +275,12 @@ def level_spacing_sde(S0, tau, *, K_S, V_S, D_S, T, dt, seed, n_paths=None, chec
     tau : array (n_rec,)
         Recording times, increasing, starting at 0.
     K_S, V_S, D_S : float, array (P,) or array (P, n_rec)
-        Coefficients, constant or per path, and piecewise constant in time (the value at
-        tau_r holds on [tau_r, tau_{r+1})), e.g. measured along a training run.
+        Coefficients, constant or per path, or given at each recording time, e.g.
+        measured along a training run (see ``interpolate``).
+    interpolate : {"hold", "linear"}
+        Between recording times, hold the value at tau_r on [tau_r, tau_{r+1}) or
+        interpolate linearly in tau (for coefficients that change, even sign, between
+        records).
     T : float
         Temperature eps / |B|.
     dt : float
@@ -266,7 +290,7 @@ def level_spacing_sde(S0, tau, *, K_S, V_S, D_S, T, dt, seed, n_paths=None, chec
         early intervals are short while S is small and the 1/S drift stiff).
     seed : int or SeedSequence
     n_paths : int, optional
-        Number of paths when S0 and the coefficients are scalars.
+        Number of paths when S0 is a scalar (>= 1; default 1).
     check : bool
         Also integrate with steps dt/2 driven by the same Brownian path and report the
         strong error estimate ``attrs["strong_error"]`` = max over recording times of
@@ -282,8 +306,15 @@ def level_spacing_sde(S0, tau, *, K_S, V_S, D_S, T, dt, seed, n_paths=None, chec
     tau = np.asarray(tau, float)
     if tau.ndim != 1 or len(tau) < 2 or tau[0] != 0.0 or np.any(np.diff(tau) <= 0):
         raise ValueError("tau must be an increasing 1-D array of recording times starting at 0")
+    if interpolate not in ("hold", "linear"):
+        raise ValueError(f"interpolate must be 'hold' or 'linear'; got {interpolate!r}")
+    ss = _seeds.seed_sequence(seed)
     S0 = np.atleast_1d(np.asarray(S0, float))
-    P = len(S0) if S0.size > 1 else int(n_paths or 1)
+    if n_paths is not None:
+        _validate.integer("n_paths", n_paths, low=1, doc="number of SDE paths")
+        if S0.size > 1 and n_paths != S0.size:
+            raise ValueError(f"n_paths = {n_paths} but S0 has {S0.size} values, one per path")
+    P = S0.size if S0.size > 1 else int(n_paths or 1)
     if S0.size == 1:
         S0 = np.full(P, float(S0[0]))
     if not np.all((S0 > 0) & np.isfinite(S0)):
@@ -296,16 +327,17 @@ def level_spacing_sde(S0, tau, *, K_S, V_S, D_S, T, dt, seed, n_paths=None, chec
         raise ValueError("V_S and D_S (variances) must be >= 0")
     _validate.integer("min_substeps", min_substeps, low=1, doc="steps per recording interval")
     n_sub = np.maximum(min_substeps, np.ceil(np.diff(tau) / dt - 1e-9)).astype(np.int64)
-    rng = np.random.default_rng(seed if isinstance(seed, np.random.SeedSequence)
-                                else np.random.SeedSequence(seed))
+    lin = interpolate == "linear"
+    rng = np.random.default_rng(ss)
     xi_fine = rng.standard_normal((P, 2 * int(n_sub.sum())))
     xi = (xi_fine[:, 0::2] + xi_fine[:, 1::2]) / math.sqrt(2.0)
-    S = _kernels.level_spacing_em(S0, tau, n_sub, K, V, D, float(T), xi, np.empty((P, n_rec)))
+    S = _kernels.level_spacing_em(S0, tau, n_sub, K, V, D, float(T), xi, np.empty((P, n_rec)), lin)
     data = {"S": (("tau", "path"), S.T, {"long_name": "average level spacing (4.8)"})}
-    attrs = {"T": float(T), "dt": float(dt), "tsdyn_version": __version__, "kind": "theory"}
+    attrs = {"T": float(T), "dt": float(dt), "interpolate": interpolate, "tsdyn_version": __version__,
+             "kind": "theory"}
     if check:
         S2 = _kernels.level_spacing_em(S0, tau, 2 * n_sub, K, V, D, float(T), xi_fine,
-                                       np.empty((P, n_rec)))
+                                       np.empty((P, n_rec)), lin)
         data["S_half"] = (("tau", "path"), S2.T, {"long_name": "same paths at step dt/2"})
         attrs["strong_error"] = float(np.max(np.mean(np.abs(S - S2), axis=0)
                                              / np.mean(np.abs(S2), axis=0)))
@@ -343,6 +375,7 @@ def dyson_sde(x0, tau, *, K, V, T, dt, seed, check=True, min_substeps=1):
     _validate.real("T", T, low=0.0, low_open=True, doc="temperature")
     _validate.real("dt", dt, low=0.0, low_open=True, doc="time step")
     _validate.integer("min_substeps", min_substeps, low=1, doc="steps per recording interval")
+    ss = _seeds.seed_sequence(seed)
     tau = np.asarray(tau, float)
     if tau.ndim != 1 or len(tau) < 2 or tau[0] != 0.0 or np.any(np.diff(tau) <= 0):
         raise ValueError("tau must be an increasing 1-D array of recording times starting at 0")
@@ -362,8 +395,7 @@ def dyson_sde(x0, tau, *, K, V, T, dt, seed, check=True, min_substeps=1):
     if not (np.all(np.isfinite(K)) and np.all(np.isfinite(V)) and np.all(V >= 0)):
         raise ValueError("K must be finite and V finite and >= 0")
     n_sub = np.maximum(min_substeps, np.ceil(np.diff(tau) / dt - 1e-9)).astype(np.int64)
-    rng = np.random.default_rng(seed if isinstance(seed, np.random.SeedSequence)
-                                else np.random.SeedSequence(seed))
+    rng = np.random.default_rng(ss)
     xi_fine = rng.standard_normal((P, 2 * int(n_sub.sum()), N))
     xi = (xi_fine[:, 0::2] + xi_fine[:, 1::2]) / math.sqrt(2.0)
     K, V = np.ascontiguousarray(K), np.ascontiguousarray(V)
@@ -394,6 +426,14 @@ def converged(T, sigma_w, K_S, V_S, n1=32, n2=16):
 
 
 # ------------------------------------------------------------------ spacing statistics
+
+# Mean ratio of consecutive spacings, r = min(s_i, s_{i+1}) / max(s_i, s_{i+1}), which needs
+# no unfolding (Oganesyan & Huse 2007; Atas et al., PRL 110, 084101 (2013)). Poisson
+# levels: P(r) = 2 / (1 + r)^2 on [0, 1], mean 2 ln 2 - 1. GOE 3x3 surmise:
+# P(r) = (27/4) (r + r^2) / (1 + r + r^2)^(5/2), mean 4 - 2 sqrt 3 (large-N GOE: 0.5307).
+MEAN_R_POISSON = 2 * math.log(2) - 1
+MEAN_R_GOE = 4 - 2 * math.sqrt(3)
+
 
 def wigner_surmise(s):
     """Wigner surmise for the GOE (beta = 1): P(s) = (pi s / 2) exp(-pi s^2 / 4), mean 1."""

@@ -1,0 +1,132 @@
+"""Statistics of tsdyn.dyson.analysis that the chapter quotes: each against a case with a
+known answer."""
+
+import math
+
+import numpy as np
+import pytest
+
+from tsdyn import dyson
+from tsdyn.dyson import analysis as an
+
+
+def test_total_variation_known_cases():
+    w = 0.5
+    box_a, box_b = np.array([2.0, 0.0]), np.array([0.0, 2.0])  # densities on two bins of width 0.5
+    assert an.total_variation(box_a, box_a, w) == 0.0
+    assert an.total_variation(box_a, box_b, w) == pytest.approx(1.0)
+    assert an.total_variation(box_a, np.array([1.0, 1.0]), w) == pytest.approx(0.5)
+    with pytest.raises(ValueError, match=r"width \(bin width\)"):
+        an.total_variation(box_a, box_b, 0.0)
+
+
+def test_clopper_pearson_closed_forms_and_coverage():
+    n = 10
+    lo, hi = an.clopper_pearson(0, n, level=0.68)
+    # k = 0: upper limit solves (1 - p)^n = 0.16
+    assert lo == 0.0 and hi == pytest.approx(1 - 0.16 ** (1 / n), rel=1e-10)
+    lo, hi = an.clopper_pearson(n, n, level=0.68)
+    assert hi == 1.0 and lo == pytest.approx(0.16 ** (1 / n), rel=1e-10)
+    lo, hi = an.clopper_pearson(5, n)
+    assert lo == pytest.approx(1 - hi, rel=1e-10)  # symmetric at k = n/2
+    # exact interval: coverage >= the nominal level for every p (checked by summing the binomial)
+    from scipy import stats
+    ks = np.arange(n + 1)
+    lo_k, hi_k = an.clopper_pearson(ks, n, level=0.68)
+    for p in (0.05, 0.3, 0.5, 0.8):
+        cover = np.sum(stats.binom.pmf(ks, n, p) * ((lo_k <= p) & (p <= hi_k)))
+        assert cover >= 0.68 - 1e-12
+    with pytest.raises(ValueError, match="0 <= k <= n"):
+        an.clopper_pearson(11, 10)
+
+
+def test_log_gap_and_paired_z_by_hand():
+    meas = np.array([[1.0, 1.0], [math.e, math.e ** 3]])  # (t, model)
+    pred = np.array([[1.0, 1.0, 1.0], [1.0, math.e ** 2, math.e ** 4]])
+    gap, z = an.log_gap(meas, pred)
+    assert gap[0] == 0 and z[0] == 0  # identical, no spread
+    # means of ln S: 2 and 2 -> gap 0 at t = 1 as well
+    assert gap[1] == pytest.approx(0.0)
+    gap, z = an.log_gap(meas * math.e, meas)
+    assert gap == pytest.approx([1.0, 1.0])
+    se = math.sqrt(2 * np.var([1.0, 3.0], ddof=1) / 2)
+    assert z[1] == pytest.approx(1.0 / se) and z[0] == math.inf
+    a, b = np.array([1.0, 2.0, 4.0]), np.array([0.0, 1.0, 2.0])
+    d = a - b
+    assert an.paired_z(a, b) == pytest.approx(d.mean() / (d.std(ddof=1) / math.sqrt(3)))
+    with pytest.raises(ValueError, match="same length >= 2"):
+        an.paired_z([1.0], [2.0])
+
+
+def test_paired_ks_detects_a_shift_and_is_uniform_under_the_null():
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal(16)  # the model's own part, shared by both runs
+    D, p = an.paired_ks(base + 0.1 * rng.standard_normal(16), base + 5 + 0.1 * rng.standard_normal(16),
+                        n_perm=500, seed=1)
+    assert D == 1.0 and p < 0.01
+    # Under the null the p-value is (super-)uniform: P(p <= 0.1) <= 0.1 up to binomial error
+    # (200 replicates: s.e. 0.021, so 0.1 + 3 s.e. = 0.164).
+    ps = []
+    for i in range(200):
+        base = rng.standard_normal(16)
+        ps.append(an.paired_ks(base + rng.standard_normal(16), base + rng.standard_normal(16),
+                               n_perm=99, seed=i)[1])
+    assert np.mean(np.array(ps) <= 0.1) < 0.164
+    with pytest.raises(ValueError, match=r"n_perm \(permutations\)"):
+        an.paired_ks(base, base, n_perm=0)
+
+
+def test_spacing_ratio_goe_3x3_and_poisson():
+    """For 3x3 GOE matrices the ratio has exactly the surmise law, mean 4 - 2 sqrt 3;
+    for independent exponential spacings (Poisson levels) the mean is 2 ln 2 - 1."""
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((20_000, 3, 3))
+    x = np.linalg.eigvalsh(A + A.transpose(0, 2, 1))
+    m, se = an.mean_spacing_ratio(x, n_boot=200, seed=0)
+    assert abs(m - dyson.MEAN_R_GOE) < 4 * se
+    levels = np.cumsum(rng.exponential(size=(5000, 12)), axis=1)
+    m, se = an.mean_spacing_ratio(levels, n_boot=200, seed=0)
+    assert abs(m - dyson.MEAN_R_POISSON) < 4 * se
+    # the bootstrap s.e. over matrices is the standard error of the per-matrix means (within 20%,
+    # the bootstrap's own sampling error at 200 resamples is ~5%)
+    per = an.spacing_ratios(levels).mean(axis=1)
+    assert se == pytest.approx(per.std(ddof=1) / math.sqrt(len(per)), rel=0.2)
+    # a 16 x 32 Wishart matrix repels: its <r> is far above Poisson, near the GOE values
+    r_w, se_w = an.wishart_spacing_ratio(16, 32, n_matrices=500, seed=0)
+    assert r_w - dyson.MEAN_R_POISSON > 20 * se_w and abs(r_w - 0.53) < 0.02
+    with pytest.raises(ValueError, match="at least 3 levels"):
+        an.spacing_ratios(np.zeros((4, 2)))
+
+
+def test_halfway_crossing_and_its_bootstrap():
+    x = np.geomspace(0.1, 10.0, 9)
+    truth = 1.0
+    curve = np.tanh(np.log(x / truth))  # crosses the half-way level 0 at x = 1 exactly (a grid point)
+    rng = np.random.default_rng(4)
+    samples = curve[:, None] + 0.3 * rng.standard_normal((9, 40))
+    xc, lo, hi = an.halfway_crossing(x, np.repeat(curve[:, None], 3, axis=1))
+    assert xc == pytest.approx(truth, rel=1e-12) and math.isnan(lo)
+    xc, lo, hi = an.halfway_crossing(x, samples, n_boot=400, seed=0)
+    assert lo < xc < hi
+    # the noise (0.3 / sqrt 40 = 0.047 on a slope ~1 per e-fold) moves the crossing by ~5%:
+    # within 4 such widths of the truth, and the 16-84% range is of that size
+    assert abs(math.log(xc / truth)) < 4 * 0.05
+    assert 0.02 < math.log(hi / lo) < 0.3
+    with pytest.raises(ValueError, match=r"samples must have shape"):
+        an.halfway_crossing(x, samples[:3])
+
+
+def test_crossing_rejects_non_positive_x_on_a_log_axis():
+    with pytest.raises(ValueError, match=r"x must be > 0 for log_x=True; got min\(x\) = 0.0"):
+        dyson.crossing([0.0, 1.0], [0.0, 1.0], 0.5)
+    assert dyson.crossing([0.0, 1.0], [0.0, 1.0], 0.5, log_x=False) == 0.5
+
+
+def test_ito_term_in_the_recorded_coefficients():
+    """analysis.spacing_coefficients(ds, ito=True) adds T (C_N - C_1)/(N - 1) to K_S."""
+    p = dyson.Params.from_temperature(0.5, 8.0)
+    ds = dyson.train_ensemble(p, 20, seed=0, n_models=2, n_points=3, moment_samples=50)
+    a, b = dyson.spacing_coefficients(ds), dyson.spacing_coefficients(ds, ito=True)
+    C = ds.C.values
+    np.testing.assert_allclose(b.K_S - a.K_S, 0.5 * (C[..., -1] - C[..., 0]) / 15, rtol=1e-12)
+    np.testing.assert_array_equal(a.V_S, b.V_S)
