@@ -2,18 +2,27 @@
 
 import math
 
+import numpy as np
 import pytest
+from scipy import integrate, stats
 
 from _chapter import assert_fails_in_first_cells, assert_quick_runtime, glued_fixture
 
 glued = glued_fixture("04_dyson")
 
 
+def _q_by_dblquad():
+    """q = E tanh^2(w.x), w ~ N(0, I/3), x ~ N(0, I_3), computed independently of the library:
+    given x, w.x ~ N(0, |x|^2/3) and |x|^2 ~ chi^2_3 (a 2-D integral by scipy's dblquad)."""
+    f = lambda g, s: stats.chi2.pdf(s, 3) * stats.norm.pdf(g) * np.tanh(np.sqrt(s / 3) * g) ** 2  # noqa: E731
+    return integrate.dblquad(f, 0, 60, -10, 10, epsabs=1e-9)[0]
+
+
 @pytest.mark.slow
 def test_chapter_agreement_figures(glued):
     g = glued
-    # q = E tanh^2(w.x) of the teacher's first layer, a quadrature (Monte Carlo check in the unit tests)
-    assert abs(g["q_first_layer"] - 0.3437) < 1e-3
+    # q of the teacher's first layer, rounded to 4 digits in the chapter
+    assert abs(g["q_first_layer"] - _q_by_dblquad()) < 1e-4
     # Feature histograms: the chi^2 mixture of eq. (2.21) within 0.06 in total variation
     # (50 bins, ~5e5 correlated samples per histogram: statistical TV ~0.01, plus the
     # finite n1 = 32 of the mixture's law-of-large-numbers step), and closer than the
@@ -24,20 +33,38 @@ def test_chapter_agreement_figures(glued):
     # Initial spectrum vs Marchenko-Pastur: KS distance below the n2^(-2/3)/2 edge smearing
     assert g["mp_ks"] < 16 ** (-2 / 3) / 2
     assert abs(g["mp_xplus_8"] - 0.0455) < 1e-4
-    # The loss transition at 1/sigma_w = 8 lies at T ~ 1 (paper: "at T ~ 1"), within a factor 4
+    # Phase-diagram title and text: exactly the contour levels reached are drawn
+    assert g["criterion_levels_drawn"] == sum(lv <= g["criterion_max_fraction"] for lv in (0.68, 0.95, 0.997))
+    # The text says the 68% line of the scan does not exist at this scale
+    assert g["criterion_max_fraction_scan"] < 0.68
+    # The loss transition at 1/sigma_w = 8 lies at T ~ 1 (paper: "at T ~ 1"), within a factor 4,
+    # and the bootstrap range brackets the estimate
     assert 0.25 < g["T_transition_loss"] < 4.0
+    assert g["T_transition_loss_lo"] <= g["T_transition_loss"] <= g["T_transition_loss_hi"]
     # The SDE integration is converged (dt vs dt/2 on the same paths)
     assert g["sde_strong_max"] < 0.01
-    # Jammed phase: nothing moves, SDE and SGD agree to the statistical error
-    assert g["sde_z_jammed"] < 3
-    # Ordered phase: the one-particle SDE tracks the measured spacing within 4 combined s.e.
-    assert g["sde_z_late_ordered"] < 4
-    # Linear scaling rule at low T: paired differences within 3 standard errors
+    # Ordered phase: the one-particle SDE (with the Ito drift, interpolated coefficients) tracks
+    # the measured mean ln S within 0.8 (a factor 2.2) over the whole run and 0.3 at t_f. The
+    # measured gap, 0.6, is beyond the statistical error (z ~ 3.5): the systematic error of the
+    # one-particle reduction (B.5), which the text states; the bound catches a return of the
+    # factor-6 failure of piecewise-constant coefficients over long intervals (gap 1.8).
+    assert g["sde_dlogS_ordered"] < 0.8
+    assert g["sde_dlogS_end_ordered"] < 0.3
+    # Hot phase, second half of the run (small-step regime is left early on): within 0.8
+    assert g["sde_dlogS_late_paramagnetic"] < 0.8
+    # The Ito drift moves the SDE towards the data (the text says so)
+    assert g["sde_dlogS_ordered"] < g["sde_dlogS_noito_ordered"]
+    # Linear scaling rule at low T: paired differences within 3 standard errors, and the
+    # final-loss distributions not distinguished by the paired KS permutation test at 1%
     assert g["lsr_z_loss"] < 3 and g["lsr_z_S"] < 3
+    assert g["lsr_ks_p"] > 0.01
     # ... and broken at T = 1 (eps up to 16): ln S differs by more than 0.5 between batch sizes
     assert g["lsr_hot_dlogS"] > 0.5
-    # Level repulsion at t = 0 (Wishart = GOE locally): closer to Wigner than a poor unfolding allows
-    assert g["wigner_ks_init"] < 0.1
+    # Spacing ratio: at t = 0 the students' spectra are Wishart matrices: <r> within 3 s.e. of
+    # the sampled 16 x 32 Wishart value; far (> 5 s.e.) above Poisson
+    assert g["r_init_z_wishart"] < 3 and g["r_init_z_poisson"] > 5
+    # The text says the ordered end state keeps some repulsion: > 3 s.e. above Poisson
+    assert g["r_ordered_z_poisson"] > 3
     assert g["pd_diverged"] == 0 and g["pd_models"] > 0
     assert math.isfinite(g["paper_hours"])
 
