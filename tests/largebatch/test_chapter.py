@@ -19,15 +19,22 @@ def test_chapter_agreement_figures(glued):
     assert g["finite_max_z"] < 4
     # ... and the d -> infinity form is visibly off at the smallest d (the effect shown).
     assert g["finite_inf_z_small_d"] > g["finite_max_z"]
-    # Time exponents: within 3 standard errors of the prediction, plus the distance from
-    # the prediction of the same fit made to the theory's own T(d) on the same sizes (the
-    # pre-asymptotic part at these d, which the simulation shares; nothing is fitted to SGD).
+    # Time exponents: SGD's fit within 3 standard errors of the same fit made to the
+    # deterministic dynamics' own T(d) on the same sizes (nothing fitted to SGD; the
+    # pre-asymptotic part at these d is shared). Whether those fits tend to the prediction
+    # is checked on the theory alone, below.
     fits = [k[len("theta_fit_"):] for k in g if k.startswith("theta_fit_")]
     assert len(fits) >= 10  # 4 + 3 batch exponents and 3 variants at quick scale
     for tag in fits:
-        fit, se = g[f"theta_fit_{tag}"], g[f"theta_se_{tag}"]
-        pred, ode = g[f"theta_pred_{tag}"], g[f"theta_ode_{tag}"]
-        assert abs(fit - pred) <= 3 * se + abs(ode - pred), tag
+        fit, se, ode = g[f"theta_fit_{tag}"], g[f"theta_se_{tag}"], g[f"theta_ode_{tag}"]
+        assert abs(fit - ode) <= 3 * se, tag
+        # ode -> pred: the dynamics' local exponent between the two largest limit_ds (~1e4)
+        # is within 0.05 of theta; the remaining drift is a (ln d)^-1 correction to a log
+        # factor, ~0.01-0.04 at d ~ 1e4 (measured: <= 0.041, spherical).
+        assert abs(g[f"theta_lim_{tag}"] - g[f"theta_pred_{tag}"]) <= 0.05, tag
+    # delta_best is optimal: lowering it by 1/4 gains nothing (ratio >= 1; inf: no recovery).
+    for tag in [k[len("lower_delta_ratio_"):] for k in g if k.startswith("lower_delta_ratio_")]:
+        assert float(g[f"lower_delta_ratio_{tag}"]) >= 1, tag
     # Phase diagram: simulations and finite-d dynamics agree away from the blurred
     # boundaries; at d = 128 with 3 runs per point at least 80% of the grid.
     assert g["phase_agree"] >= 0.8
