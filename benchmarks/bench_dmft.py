@@ -66,7 +66,7 @@ def numba_iteration(N, n_t, kern, n_resp, keys, work=None):
     m, lamhat, MC, MR = kern
     loss, model = codes(P)
     p01, p10 = P.switch_probabilities(P.eta)
-    work = _kernels.workspace(n_t, solve_mod.CHUNK) if work is None else work
+    work = _kernels.workspace(n_t, solve_mod.CHUNK, solve_mod.RESP_CHUNK) if work is None else work
     MC_sum, resp = np.empty((n_t, n_t)), np.empty((n_t, n_t))
     sums = [np.empty(n_t) for _ in range(5)]  # l2, loss, acc, proj, r2
     Lc = _kernels.cholesky_shifted(MC, 1e-10)
@@ -149,7 +149,7 @@ def main():
     t_full, t_proc = [], []
     for n_t in sizes:
         kern = converged_kernels(n_t, 400) if n_t <= 161 else _extend(kern, n_t)
-        work = _kernels.workspace(n_t, solve_mod.CHUNK)
+        work = _kernels.workspace(n_t, solve_mod.CHUNK, solve_mod.RESP_CHUNK)
         numba_iteration(N, n_t, kern, n_resp, keys, work)
         tf, tp = best_of([lambda: numba_iteration(N, n_t, kern, n_resp, keys, work),
                           lambda: numba_iteration(N, n_t, kern, 1, keys, work)], repeats=3)
@@ -166,7 +166,8 @@ def main():
 
     # 4: memory of a whole solve
     print("peak memory of a solve / (8 n_t^2 bytes), n_samples = 500 | 4000; and without the "
-          f"chunk buffers (chunk = {solve_mod.CHUNK}, O(chunk n_t)):")
+          f"chunk buffers (chunk = {solve_mod.CHUNK}, response batch = min(n_resp, "
+          f"{solve_mod.RESP_CHUNK}), O(chunk n_t)):")
     dmft.solve(P, 2.0, n_samples=300, tol=1e-3)
     for n_t in (51, 101, 201, 401):
         peaks = []
@@ -175,7 +176,7 @@ def main():
             dmft.solve(P, (n_t - 1) * P.eta, n_samples=n, n_resp=50, tol=1e-2)
             peaks.append(tracemalloc.get_traced_memory()[1])
             tracemalloc.stop()
-        work = sum(a.nbytes for a in _kernels.workspace(n_t, solve_mod.CHUNK))
+        work = sum(a.nbytes for a in _kernels.workspace(n_t, solve_mod.CHUNK, 50))
         unit = 8 * n_t ** 2
         print(f"  n_t={n_t}: {peaks[0] / unit:6.1f} | {peaks[1] / unit:6.1f};   without the chunk "
               f"buffers: {(peaks[0] - work) / unit:5.1f} | {(peaks[1] - work) / unit:5.1f}")

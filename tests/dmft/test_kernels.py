@@ -58,14 +58,14 @@ def _kernels_for(n_t, rng):
     return m, lamhat, MC, MR
 
 
-def _numba(params, keys, N, n_resp, kern, dt, chunk, want_loss=False):
+def _numba(params, keys, N, n_resp, kern, dt, chunk, resp_chunk, want_loss=False):
     n_t = len(kern[0])
     loss, model = codes(params)
     p01, p10 = params.switch_probabilities(dt)
     out = dict(MC=np.empty((n_t, n_t)), resp=np.empty((n_t, n_t)))
     sums = [np.empty(n_t) for _ in range(5)]
     m, lamhat, MC, MR = kern
-    _kernels.iteration(keys, N, n_resp, _kernels.workspace(n_t, chunk), model, loss, params.rho,
+    _kernels.iteration(keys, N, n_resp, _kernels.workspace(n_t, chunk, resp_chunk), model, loss, params.rho,
                        params.L, params.Delta, params.R0, params.b, p01, p10, params.lam, dt,
                        _kernels.cholesky_shifted(MC, 1e-10), m, lamhat, MR, want_loss,
                        out["MC"], *sums, out["resp"])
@@ -73,17 +73,18 @@ def _numba(params, keys, N, n_resp, kern, dt, chunk, want_loss=False):
     return out
 
 
-@pytest.mark.parametrize("chunk", [128, 37])
-def test_iteration_matches_numpy_reference(chunk):
+@pytest.mark.parametrize("chunk, resp_chunk", [(128, 1024), (37, 50)])
+def test_iteration_matches_numpy_reference(chunk, resp_chunk):
     """The blocked, chunked numba iteration (n_t = 23: blocks of four with a remainder;
-    chunks of 37 leave a partial last chunk) equals the straightforward NumPy iteration
-    on the same samples up to float rounding (1e-10 relative)."""
+    chunks of 37 leave a partial last chunk, response batches of 50 straddle them) equals
+    the straightforward NumPy iteration on the same samples up to float rounding (1e-10
+    relative)."""
     p = dmft.Params(alpha=2.0, Delta=0.5, b=0.3, eta=0.2, R0=0.1, lam=0.05)
     n_t, N, n_resp, dt = 23, 300, 200, 0.2
     kern = _kernels_for(n_t, np.random.default_rng(0))
     ss = np.random.SeedSequence(4)
     ref = _reference(p, solve_mod._effective_samples(p, N, n_t, dt, ss), kern, n_resp, dt)
-    got = _numba(p, solve_mod._keys(ss), N, n_resp, kern, dt, chunk)
+    got = _numba(p, solve_mod._keys(ss), N, n_resp, kern, dt, chunk, resp_chunk)
     for name, val in ref.items():
         scale = np.max(np.abs(val))
         assert scale > 0, name
@@ -91,13 +92,13 @@ def test_iteration_matches_numpy_reference(chunk):
 
 
 def test_iteration_does_not_depend_on_chunking_and_is_deterministic():
-    """Counter-based samples: the chunk size changes only the order of the sums."""
+    """Counter-based samples: the chunk sizes change only the order of the sums."""
     p = dmft.Params(alpha=2.0, Delta=0.5, b=0.4, tau=1.0, eta=0.1, R0=0.1)
     kern = _kernels_for(17, np.random.default_rng(1))
     keys = solve_mod._keys(np.random.SeedSequence(2))
-    a = _numba(p, keys, 250, 100, kern, 0.1, 128, want_loss=True)
-    b = _numba(p, keys, 250, 100, kern, 0.1, 128, want_loss=True)
-    c = _numba(p, keys, 250, 100, kern, 0.1, 50, want_loss=True)
+    a = _numba(p, keys, 250, 100, kern, 0.1, 128, 1024, want_loss=True)
+    b = _numba(p, keys, 250, 100, kern, 0.1, 128, 1024, want_loss=True)
+    c = _numba(p, keys, 250, 100, kern, 0.1, 50, 30, want_loss=True)
     for name in a:
         np.testing.assert_array_equal(a[name], b[name])
         np.testing.assert_allclose(c[name], a[name], rtol=0, atol=1e-12 * np.max(np.abs(a[name])))

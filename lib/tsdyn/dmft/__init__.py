@@ -5,7 +5,7 @@ Simulation at finite d (:func:`simulate`) and theory (:func:`solve`, the DMFT; a
 and the model's pointwise functions (:mod:`tsdyn.dmft.model`).
 """
 
-from .analysis import max_z, simulate_seeds, solve_seeds
+from .analysis import max_z, simulate_seeds, solve_seeds, z_scores
 from .exact import exact_square_gd, marchenko_pastur
 from .model import generalisation_error
 from .params import Params
@@ -14,4 +14,4 @@ from .solve import ConvergenceError, solve
 
 __all__ = ["Params", "simulate", "simulate_point", "batch_indicators", "solve",
            "ConvergenceError", "exact_square_gd", "marchenko_pastur", "generalisation_error",
-           "simulate_seeds", "solve_seeds", "max_z"]
+           "simulate_seeds", "solve_seeds", "max_z", "z_scores"]

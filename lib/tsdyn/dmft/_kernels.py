@@ -152,22 +152,25 @@ def draw_samples(keys, a0, nc, model, rho, Delta, R0, b, p01, p10, c, y, h0, the
             y[q] = cq
         else:
             y[q] = 1.0 if cq != 0.0 else -1.0
-        if b < 1.0:
-            s = 1 if uniform(keys[1], base) < b else 0
-            S[0, q] = s
-            for k in range(1, n_t):
-                u = uniform(keys[1], base + np.uint64(k))
+    # time-major: each row of S and Z written contiguously
+    for q in range(nc):
+        base = np.uint64(a0 + q) << np.uint64(32)
+        S[0, q] = (1 if uniform(keys[1], base) < b else 0) if b < 1.0 else 1
+        Z[0, q] = normal(keys[2], base)
+    for k in range(1, n_t):
+        kk = np.uint64(k)
+        for q in range(nc):
+            base = np.uint64(a0 + q) << np.uint64(32)
+            s = S[k - 1, q]
+            if b < 1.0:
+                u = uniform(keys[1], base + kk)
                 if s == 0:
                     if u < p01:
                         s = 1
                 elif u < p10:
                     s = 0
-                S[k, q] = s
-        else:
-            for k in range(n_t):
-                S[k, q] = 1
-        for k in range(n_t):
-            Z[k, q] = normal(keys[2], base + np.uint64(k))
+            S[k, q] = s
+            Z[k, q] = normal(keys[2], base + kk)
 
 
 @njit_reduce
@@ -452,11 +455,14 @@ def _response_chunk(A2, na, lamhat, MR, dt, lam, Delta, chi, G, idx, aj, out):
                 out[r, j] += acc
 
 
-def workspace(n_t, chunk):
-    """Buffers of one chunk of effective samples for :func:`iteration`, O(chunk n_t)."""
-    vec = tuple(np.empty(chunk) for _ in range(5))  # c, y, h0, theta(0), A2 at the impulse
-    mats = tuple(np.empty((n_t, chunk)) for _ in range(7))  # Z, xi, theta, A1, A2, chi, G
-    return (*vec, np.empty((n_t, chunk), np.int8), *mats, np.empty(chunk, np.int64))
+def workspace(n_t, chunk, resp_chunk):
+    """Buffers for :func:`iteration`: one chunk of effective samples and one batch of the
+    samples whose responses are propagated together; O((chunk + resp_chunk) n_t)."""
+    vec = tuple(np.empty(chunk) for _ in range(4))  # c, y, h0, theta(0)
+    mats = tuple(np.empty((n_t, chunk)) for _ in range(5))  # Z, xi, theta, A1, A2
+    resp = tuple(np.empty((n_t, resp_chunk)) for _ in range(3))  # A2 of the batch, chi, G
+    return (*vec, np.empty((n_t, chunk), np.int8), *mats, *resp, np.empty(resp_chunk),
+            np.empty(resp_chunk, np.int64))
 
 
 @njit
@@ -471,8 +477,9 @@ def iteration(keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10
     over samples): MC_sum[k, l] = sum s_k Lambda'_k s_l Lambda'_l (l <= k); l2_sum,
     correctness, proj = s Lambda'(c + sqrt(Delta) h0), r^2, and the loss (only if
     ``want_loss``, else left at 0), each (n_t,); resp[k, j] = sum A2_k chi_kj A2_j over
-    the first n_resp samples (:func:`_response_chunk`). ``work``: the buffers of one
-    chunk, from :func:`workspace` (allocated by the caller, so that memory tools see them).
+    the first n_resp samples (:func:`_response_chunk`, run on batches of resp_chunk
+    samples: longer inner loops than one chunk gives). ``work``: the buffers from
+    :func:`workspace` (allocated by the caller, so that memory tools see them).
     Cost O(n_t^2 N + b n_t^3 n_resp/6).
     Serial: deterministic, and no threads fighting over a shared machine's cores.
     """
@@ -481,8 +488,9 @@ def iteration(keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10
     resp[:, :] = 0.0
     for arr in (l2_sum, loss_sum, acc_sum, proj, r2_sum):
         arr[:] = 0.0
-    c, y, h0, th0, aj, S, Z, XI, theta, A1, A2, chi, G, idx = work
-    chunk = c.shape[0]
+    c, y, h0, th0, S, Z, XI, theta, A1, A2, RA2, chi, G, aj, idx = work
+    chunk, resp_chunk = c.shape[0], RA2.shape[1]
+    fill = 0
     for a0 in range(0, N, chunk):
         nc = min(chunk, N - a0)
         draw_samples(keys, a0, nc, model, rho, Delta, R0, b, p01, p10, c, y, h0, th0, S, Z)
@@ -492,6 +500,16 @@ def iteration(keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10
         _process_chunk(nc, c, y, h0, theta, S, XI, m, lamhat, MR, dt, lam, Delta, loss, model,
                        L, want_loss, A1, A2, l2_sum, loss_sum, acc_sum, proj, r2_sum)
         _outer_lower(A1, nc, MC_sum)
+        # samples a0 .. a0+na-1 are among the first n_resp: queue them for the response
         na = min(nc, n_resp - a0)
-        if na > 0:
-            _response_chunk(A2, na, lamhat, MR, dt, lam, Delta, chi, G, idx, aj, resp)
+        q = 0
+        while q < na:
+            take = min(na - q, resp_chunk - fill)
+            for k in range(n_t):
+                for p in range(take):
+                    RA2[k, fill + p] = A2[k, q + p]
+            fill += take
+            q += take
+            if fill == resp_chunk or a0 + q == n_resp:
+                _response_chunk(RA2, fill, lamhat, MR, dt, lam, Delta, chi, G, idx, aj, resp)
+                fill = 0

@@ -27,16 +27,16 @@ def simulate_seeds(params, t_max, *, d, seeds, init="fixed"):
                       attrs={**runs[0].attrs, "kind": "simulation mean", "seeds": seeds})
 
 
-def max_z(sim, theory, variables=("eg", "train_loss"), every=5, theory_se=None):
-    """Largest |simulation mean - theory| / standard error over times and variables.
+def z_scores(sim, theory, variables=("eg", "train_loss"), every=5, theory_se=None):
+    """All |simulation mean - theory| / standard error, over times and variables (1-d).
 
     ``sim`` from :func:`simulate_seeds`; ``theory`` a Dataset on a grid containing the
     simulation's times (every ``every``-th simulation time after t = 0 is used);
     ``theory_se``, optional Dataset of the theory's Monte Carlo standard errors, added in
-    quadrature.
+    quadrature. Points with a zero standard error are left out.
     """
     t = sim.t.values[every::every]
-    worst = 0.0
+    out = []
     for v in variables:
         s = sim[v].sel(t=t, method="nearest").values
         se = sim[v + "_se"].sel(t=t, method="nearest").values
@@ -45,10 +45,14 @@ def max_z(sim, theory, variables=("eg", "train_loss"), every=5, theory_se=None):
             se = np.hypot(se, theory_se[v].sel(t=t, method="nearest").values)
         with np.errstate(divide="ignore", invalid="ignore"):
             z = np.abs(s - th) / se
-        z = z[np.isfinite(z)]
-        if len(z):
-            worst = max(worst, float(z.max()))
-    return worst
+        out.append(z[np.isfinite(z)])
+    return np.concatenate(out) if out else np.zeros(0)
+
+
+def max_z(sim, theory, variables=("eg", "train_loss"), every=5, theory_se=None):
+    """Largest of :func:`z_scores` (0 if there is none)."""
+    z = z_scores(sim, theory, variables, every, theory_se)
+    return float(z.max()) if len(z) else 0.0
 
 
 def solve_seeds(params, t_max, *, seeds, **solve_kw):

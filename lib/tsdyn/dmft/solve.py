@@ -35,6 +35,9 @@ class ConvergenceError(RuntimeError):
 # the fast caches and the inner loops run over samples (vectorised). The result does
 # not depend on it except through the order of floating-point sums.
 CHUNK = 256
+# Samples whose responses chi are propagated together (the inner loops of the O(n_t^3)
+# response run over the ~ b RESP_CHUNK of them in the batch at the impulse time).
+RESP_CHUNK = 1024
 
 
 def _keys(ss):
@@ -161,7 +164,7 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, damping=0.3, t
     MC_sum = np.empty((n_t, n_t))
     l2_sum, loss_sum, acc_sum, proj, r2_sum = (np.empty(n_t) for _ in range(5))
     resp = np.empty((n_t, n_t))
-    work = _kernels.workspace(n_t, min(CHUNK, n_samples))
+    work = _kernels.workspace(n_t, min(CHUNK, n_samples), min(RESP_CHUNK, n_resp))
 
     def run(want_loss):
         # noise xi = L z with L L^T = M_C + eps max(diag) 1: the empirical M_C is
