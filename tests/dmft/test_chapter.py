@@ -26,6 +26,12 @@ def test_chapter_agreement_figures(glued):
     # largest |t| of that many deviations, plus 1 for the O(1/d) bias at d = 400.
     assert g["two_max_z"] < g["two_z95"] + 1
     assert g["three_max_z"] < g["three_z95"] + 1
+    # The yardstick's degrees of freedom are those of the less precise error bar: with at
+    # least 6 DMFT seeds and 6 training sets, 5. The root-mean-square deviation of the
+    # two-cluster curves is that of t variables (sqrt(5/3) = 1.29 for 5 dof), within a
+    # factor 2 (sampling spread of an rms over correlated time points, plus O(1/d) bias).
+    assert g["two_dof"] >= 5
+    assert g["two_rms_z"] < 2 * g["rms_t_expected"]
     # Persistent SGD -> SGD: the gap shrinks monotonically as tau decreases, and at
     # tau = eta/b it is below a third of the longest-persistence gap.
     assert g["tau_monotone"] == 1
