@@ -104,3 +104,15 @@ def test_solver_is_deterministic_and_converges_geometrically():
     # the same random numbers at every iteration: the residual reaches tol, it does not
     # stall at the Monte Carlo level
     assert a.residual.values[-1] < 1e-3 * a.residual.values[2]
+
+
+def test_dmft_divergence_is_an_outcome():
+    """Square loss with eta far above 2/lambda_max (as in the simulation's test): the
+    effective process blows up; the solve records diverged = True and the time, and the
+    curves are NaN from there on, never silently infinite."""
+    p = dmft.Params(alpha=2.0, Delta=1.0, loss="square", model="teacher", eta=3.0, R0=1.0)
+    r = dmft.solve(p, 300.0, n_samples=200)
+    assert bool(r.diverged) and np.isfinite(float(r.t_diverged))
+    late = r.t.values >= float(r.t_diverged)
+    assert np.all(np.isnan(r.m.values[late])) and np.all(np.isnan(r.train_loss.values[late]))
+    assert np.all(np.isfinite(r.m.values[~late]))
