@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from .._jit import njit, njit_reduce
+from .._linalg import cholesky_shifted  # noqa: F401  (used by solve through _kernels)
 from ._rng import normal, uniform
 from .model import (TEACHER, THREE_CLUSTER, TWO_CLUSTER, is_correct, loss_derivatives,
                     loss_terms)
@@ -171,33 +172,6 @@ def draw_samples(keys, a0, nc, model, rho, Delta, R0, b, p01, p10, c, y, h0, the
                     s = 0
             S[k, q] = s
             Z[k, q] = normal(keys[2], base + kk)
-
-
-@njit_reduce
-def cholesky_shifted(M, eps):
-    """Lower Cholesky factor of M + eps max(diag M) 1 (M symmetric PSD, shape (n, n)).
-
-    Row k only uses M[:k+1, :k+1] (causal). Plain loops: no LAPACK threads.
-    """
-    n = M.shape[0]
-    Lc = np.zeros((n, n))
-    scale = 0.0
-    for k in range(n):
-        scale = max(scale, M[k, k])
-    if scale <= 0.0:
-        return Lc
-    shift = eps * scale
-    for k in range(n):
-        for j in range(k + 1):
-            acc = M[k, j]
-            for i in range(j):
-                acc -= Lc[k, i] * Lc[j, i]
-            if j == k:
-                acc += shift
-                Lc[k, k] = math.sqrt(acc) if acc > 0.0 else 0.0
-            elif Lc[j, j] > 0.0:
-                Lc[k, j] = acc / Lc[j, j]
-    return Lc
 
 
 @njit_reduce

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from .._jit import njit, njit_reduce
-from ..dmft._kernels import cholesky_shifted
+from .._linalg import cholesky_shifted
 from .functions import derivative, target, value
 
 SQUARE, CORRELATION = 0, 1
