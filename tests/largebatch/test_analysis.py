@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tsdyn import largebatch as lb
-from tsdyn.largebatch import analysis, theory
+from tsdyn.largebatch import analysis, experiments, theory
 
 
 def test_fit_theta_recovers_a_known_exponent_with_and_without_the_log():
@@ -45,3 +45,36 @@ def test_giant_step_overlap_is_the_theory_map_at_huge_gamma():
     pred = analysis.giant_step_overlap(mom["F_nu"][0, 0], p.d / p.n_b * mom["FF"][0, 0])
     got = theory.step_map(p, np.array([[m]]), np.eye(1), finite_d=False)[0][0, 0]
     assert got == pytest.approx(pred, rel=1e-4)
+
+
+def test_optimal_batch_is_the_edge_of_the_plateau():
+    nb = [1.0, 32.0, 1024.0, 32768.0]
+    # plateau over the first three batches (within 2x of the minimum), then 30x more samples
+    out = analysis.optimal_batch(nb, [1.3e4, 1.0e4, 1.1e4, 3.3e5], [5e2, 5e2, 5e2, 2e4])
+    assert out["n_b"] == 1024.0 and out["index"] == 2 and out["resolved"]
+    assert out["ratio_next"] == pytest.approx(33.0)
+    # a point outside the factor stops the plateau even if a later one is back inside
+    assert analysis.optimal_batch(nb, [1.0, 3.0, 1.0, 1.0], [0.1] * 4)["n_b"] == 1.0
+    # the end of the grid: a lower bound only, never "resolved"
+    out = analysis.optimal_batch(nb, [1.0, 1.1, 1.2, 1.3], [0.01] * 4)
+    assert out["n_b"] == 32768.0 and out["ratio_next"] == np.inf and not out["resolved"]
+    # a ratio within 2 s.e. of the factor is not resolved
+    assert not analysis.optimal_batch(nb, [1.0, 1.9, 50, 60], [0.1, 0.1, 1, 1])["resolved"]
+    with pytest.raises(ValueError, match="factor"):
+        analysis.optimal_batch(nb, [1.0] * 4, [0.1] * 4, factor=1.0)
+    with pytest.raises(ValueError, match="n_b must increase"):
+        analysis.optimal_batch(nb[::-1], [1.0] * 4, [0.1] * 4)
+
+
+def test_giant_step_simulation_matches_prediction_past_d_to_the_ell():
+    """One step at gamma = 1e8 from m0 = d^-1/2 (d = 64, He2, correlation loss) with
+    n_b = d^2.5: the overlap jumps from 0.125 to ~0.97. The measured mean over 16 runs is within
+    4 s.e. (statistics) plus |pred - finite-d map| (the finite-d terms the d -> infinity formula
+    leaves out, computed by the theory) of the prediction."""
+    th = experiments.giant_step_theory(d=64, mu=2.5)
+    m1 = np.array([experiments.giant_step_point(seed=s, d=64, mu=2.5)["m1"] for s in range(16)])
+    se = m1.std(ddof=1) / np.sqrt(m1.size)
+    assert th["m0"] == 0.125 and th["m1"] > 0.9
+    assert abs(m1.mean() - th["m1"]) <= 4 * se + abs(th["m1"] - th["m1_finite_d"])
+    # ... and a small batch n_b = d leaves the overlap at O(d^-1/2)
+    assert experiments.giant_step_theory(d=64, mu=1.0)["m1"] < 0.2

@@ -70,3 +70,34 @@ def giant_step_overlap(A, noise_sq):
     n_b >~ d^ell (chapter, "giant steps")."""
     A, noise_sq = np.asarray(A, float), np.asarray(noise_sq, float)
     return A / np.sqrt(A ** 2 + noise_sq)
+
+
+def optimal_batch(n_b, samples, samples_se, *, factor=2.0):
+    """The optimal batch measured from sample complexities S = n_b T on a grid of batch sizes.
+
+    Arnaboldi et al. (2024), "time/complexity trade-off": S is flat (the plateau) up to the
+    optimal batch and grows beyond it. The measured optimum is the largest n_b such that it
+    and every smaller grid batch have S <= ``factor`` min(S): the edge of the plateau, resolved
+    to the grid spacing. Returns a dict with ``n_b`` (that batch), ``index``, ``ratio``
+    (S / min S per batch), ``ratio_se`` (first-order standard error from ``samples_se``,
+    ignoring that of the minimum), ``ratio_next`` (S / min S one grid point further; inf at
+    the end of the grid: then the edge is only a lower bound), and ``resolved`` (whether the
+    decision holds at two standard errors on both sides: ratio + 2 se <= factor at the
+    optimum and ratio_next - 2 se > factor after it; False at the end of the grid).
+    """
+    n_b, S, se = (np.asarray(x, float) for x in (n_b, samples, samples_se))
+    if not (n_b.ndim == 1 and n_b.shape == S.shape == se.shape and n_b.size >= 2):
+        raise ValueError(f"n_b, samples and samples_se must be 1-d of one length >= 2; got shapes "
+                         f"{n_b.shape}, {S.shape}, {se.shape}")
+    if not (np.all(np.diff(n_b) > 0) and np.all(np.isfinite(S)) and np.all(S > 0)):
+        raise ValueError("n_b must increase and samples be finite and > 0")
+    if not (np.isfinite(factor) and factor > 1):
+        raise ValueError(f"factor must be a finite number > 1; got {factor!r}")
+    ratio, ratio_se = S / S.min(), se / S.min()
+    inside = np.cumprod(ratio <= factor).astype(bool)
+    i = int(np.flatnonzero(inside)[-1])
+    nxt = float(ratio[i + 1]) if i + 1 < S.size else np.inf
+    nxt_se = float(ratio_se[i + 1]) if i + 1 < S.size else 0.0
+    resolved = bool(ratio[i] + 2 * ratio_se[i] <= factor and np.isfinite(nxt) and nxt - 2 * nxt_se > factor)
+    return {"n_b": float(n_b[i]), "index": i, "ratio": ratio, "ratio_se": ratio_se,
+            "ratio_next": nxt, "resolved": resolved}

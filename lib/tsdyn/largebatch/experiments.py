@@ -41,3 +41,34 @@ def theory_recovery_time(*, d, ell, mu, variant="projected", gamma0=0.1, n0=1.0,
     p = scaling_params(d=d, ell=ell, mu=mu, variant=variant, gamma0=gamma0, n0=n0, eta=eta,
                        delta=delta, m0_scale=m0_scale)
     return theory.recovery_time(p, m0=p.m0, max_steps=max_steps)
+
+
+def giant_step_params(*, d, mu, ell=2, n0=1.0, gamma0=1e8):
+    """Params of one giant step: correlation loss, projected SGD, He_ell target and student,
+    batch n_b = n0 d^mu, gamma = gamma0 (delta = 0; gamma0 -> infinity makes w' the direction
+    of g), from the typical random overlap m0 = d^-1/2."""
+    return Params(d=d, mu=mu, n0=n0, gamma0=gamma0, delta=0.0, target=HERMITE[ell], activation=HERMITE[ell],
+                  loss="correlation", algorithm="projected", m0=d ** -0.5)
+
+
+def giant_step_point(*, seed, d, mu, ell=2, n0=1.0, gamma0=1e8, sampler="reduced"):
+    """Overlap <w, w*> after one SGD step of :func:`giant_step_params` (simulation)."""
+    from .simulate import simulate
+    p = giant_step_params(d=d, mu=mu, ell=ell, n0=n0, gamma0=gamma0)
+    ds = simulate(p, 1, seed=seed, n_points=2, sampler=sampler)
+    return {"m1": float(ds.M.isel(t=-1).values[0, 0]), "n_b": float(p.n_b)}
+
+
+def giant_step_theory(*, d, mu, ell=2, n0=1.0, gamma0=1e8):
+    """Predicted overlap after one giant step (theory only): ``analysis.giant_step_overlap`` of
+    A = E[F nu] and the noise (d / n_b) E[F^2] at m0 = d^-1/2, and the theory's finite-d step
+    map at the same point (its difference measures the finite-d terms the formula leaves out)."""
+    import numpy as np
+
+    from .analysis import giant_step_overlap
+    p = giant_step_params(d=d, mu=mu, ell=ell, n0=n0, gamma0=gamma0)
+    M0, Q0 = np.array([[p.m0]]), np.eye(1)
+    mom = theory.moments(p, M0, Q0)
+    pred = float(giant_step_overlap(mom["F_nu"][0, 0], p.d / p.n_b * mom["FF"][0, 0]))
+    finite = float(theory.step_map(p, M0, Q0, finite_d=True)[0][0, 0])
+    return {"m1": pred, "m1_finite_d": finite, "n_b": float(p.n_b), "m0": float(p.m0)}
