@@ -53,9 +53,12 @@ def test_chapter_runs_count_every_run_of_the_quick_preset():
 
 
 def test_time_run_is_positive_and_grows_with_the_length():
-    kw = dict(N=20, d=2, m=4)
+    # The long run does ~500x the work of the short one (~0.1 s against the ~10 ms fixed
+    # cost of a run), so the order holds even on a loaded machine; at N = 20, m = 4 the
+    # fixed cost dominated both and the order was left to timing noise.
+    kw = dict(N=50, d=4, m=32)
     short = cost.time_run("two_matrix", kw, 2, repeats=3)
-    long = cost.time_run("two_matrix", kw, 400, repeats=3)
+    long = cost.time_run("two_matrix", kw, 1000, repeats=3)
     assert 0 < short < long
     with pytest.raises(ValueError, match="kind must be one of"):
         cost.time_run("dense", kw, 2)
