@@ -18,7 +18,6 @@ repeats, interleaved so that a burst of load hits every contender alike.
    scheme), both calling the same numba right-hand side; target: faster.
 """
 
-import time
 
 import numpy as np
 from scipy.special import erf
@@ -27,20 +26,9 @@ from tsdyn import committee
 from tsdyn._jit import njit
 from tsdyn.committee import _kernels
 from tsdyn.committee.theory import _pack, rhs
+from _timing import best_of  # noqa: E402  (benchmarks/ is on sys.path)
 
 N, K, M, ETA = 784, 4, 4, 0.2
-REPEATS = 5
-
-
-def best_of(fns, repeats=REPEATS):
-    """Best time of each callable over interleaved repeats."""
-    best = [np.inf] * len(fns)
-    for _ in range(repeats):
-        for i, fn in enumerate(fns):
-            t0 = time.perf_counter()
-            fn()
-            best[i] = min(best[i], time.perf_counter() - t0)
-    return best
 
 
 def numpy_sgd(w, v, w_star, v_star, X, batch):

@@ -40,20 +40,11 @@ from tsdyn import dmft  # noqa: E402
 from tsdyn.dmft import _kernels  # noqa: E402
 from tsdyn.dmft.model import codes  # noqa: E402
 from tsdyn.dmft.simulate import _seed_sequence  # noqa: E402
+from _timing import best_of  # noqa: E402  (benchmarks/ is on sys.path)
 
 solve_mod = sys.modules["tsdyn.dmft.solve"]
 P = dmft.Params(alpha=2.0, Delta=0.5, b=0.3, eta=0.2, R0=0.01)
 REPEATS = 5
-
-
-def best_of(fns, repeats=REPEATS):
-    best = [np.inf] * len(fns)
-    for _ in range(repeats):
-        for i, fn in enumerate(fns):
-            t0 = time.perf_counter()
-            fn()
-            best[i] = min(best[i], time.perf_counter() - t0)
-    return best
 
 
 def converged_kernels(n_t, n_samples):

@@ -18,26 +18,16 @@ Everything is measured in one run and reported as ratios, never bare seconds
    kernel against the same scheme vectorised over paths in NumPy; target >= 1x.
 """
 
-import time
 
 import numba
 import numpy as np
 
 from tsdyn import dyson
 from tsdyn.dyson import _kernels
+from _timing import best_of  # noqa: E402  (benchmarks/ is on sys.path)
 
 REPEATS = 3
 M, STEPS = 32, 1000
-
-
-def best_of(fns, repeats=REPEATS):
-    best = [np.inf] * len(fns)
-    for _ in range(repeats):
-        for i, fn in enumerate(fns):
-            t0 = time.perf_counter()
-            fn()
-            best[i] = min(best[i], time.perf_counter() - t0)
-    return best
 
 
 def numpy_sgd(W2, A1, Y, W3, idx, eps):
@@ -88,9 +78,9 @@ def bench_training():
 
     threads = numba.get_num_threads()
     numba.set_num_threads(1)
-    t_k1, t_np, t_floor = best_of([kernel, numpy_loop, floor])
+    t_k1, t_np, t_floor = best_of([kernel, numpy_loop, floor], repeats=REPEATS)
     numba.set_num_threads(threads)
-    (t_kn,) = best_of([kernel])
+    (t_kn,) = best_of([kernel], repeats=REPEATS)
     return {"one_thread": t_np / t_k1, "threads": threads, "all_threads": t_np / t_kn,
             "over_floor": t_k1 / t_floor}
 
@@ -119,7 +109,7 @@ def bench_sde():
     def numpy_version():
         numpy_em(S0, K[:, 0], V[:, 0], D[:, 0], 0.5, 0.005, xi)
 
-    t_k, t_n = best_of([kernel, numpy_version])
+    t_k, t_n = best_of([kernel, numpy_version], repeats=REPEATS)
     return t_n / t_k
 
 

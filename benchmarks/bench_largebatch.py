@@ -17,28 +17,18 @@ timing is the best of several interleaved repeats.
 """
 
 import importlib
-import time
 import tracemalloc
 
 import numpy as np
 
 from tsdyn import largebatch as lb
 from tsdyn.largebatch import _kernels
+from _timing import best_of  # noqa: E402  (benchmarks/ is on sys.path)
 
 simmod = importlib.import_module("tsdyn.largebatch.simulate")
 D = 1024
 REPEATS = 4
 SQ2 = np.sqrt(2.0)
-
-
-def best_of(fns, repeats=REPEATS):
-    best = [np.inf] * len(fns)
-    for _ in range(repeats):
-        for i, fn in enumerate(fns):
-            t0 = time.perf_counter()
-            fn()
-            best[i] = min(best[i], time.perf_counter() - t0)
-    return best
 
 
 def numpy_step(w, ws, rng, n_b, gamma, Z=None):
@@ -70,7 +60,7 @@ def main():
         for _ in range(n_b // len(chunk)):
             rng.standard_normal(out=chunk)
 
-    t_lib, t_np, t_floor = best_of([library, plain, floor])
+    t_lib, t_np, t_floor = best_of([library, plain, floor], repeats=REPEATS)
     # the arithmetic alone, on one batch held in memory
     Z = rng.standard_normal((n_b, D))
     G, xi = np.zeros((1, D)), np.zeros(n_b)
@@ -84,7 +74,7 @@ def main():
         numpy_step(w0, ws, rng, n_b, params.gamma, Z)
 
     kernel_arith()
-    a_kernel, a_numpy = best_of([kernel_arith, numpy_arith])
+    a_kernel, a_numpy = best_of([kernel_arith, numpy_arith], repeats=REPEATS)
     del Z
     ratio, bound = t_np / t_lib, t_np / t_floor
     verdict = "ok" if ratio >= 2 else ("MISSED: bound by drawing the inputs" if bound < 2 else "MISSED")
@@ -123,7 +113,7 @@ def main():
     def reduced():
         red.advance(1)
 
-    t_red, t_full = best_of([reduced, library])
+    t_red, t_full = best_of([reduced, library], repeats=REPEATS)
     print(f"  reduced sampler (the same chain in law; KS-tested against the full one): "
           f"{t_full / t_red:,.0f}x the full sampler's steps per second, "
           f"{t_np / t_red:,.0f}x the plain-NumPy step's")

@@ -27,27 +27,15 @@ import os
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 from tsdyn import sparse  # noqa: E402
 from tsdyn.sparse import _kernels  # noqa: E402
 from tsdyn.sparse.networks import compact, draw_networks, transpose_lists  # noqa: E402
+from _timing import best_of  # noqa: E402  (benchmarks/ is on sys.path)
 
 N, D, M, A = 200, 4, 64, 0.1
-REPEATS = 5
-
-
-def best_of(fns, repeats=REPEATS):
-    """Best time of each callable over interleaved repeats."""
-    best = [np.inf] * len(fns)
-    for _ in range(repeats):
-        for i, fn in enumerate(fns):
-            t0 = time.perf_counter()
-            fn()
-            best[i] = min(best[i], time.perf_counter() - t0)
-    return best
 
 
 def leaky(x):
