@@ -24,16 +24,21 @@ def codes(params):
 
 
 @njit
+def readout(model, r, L):
+    """Phi(r) and its first two derivatives: r, or r^2 - L^2 for the three-cluster model."""
+    if model == THREE_CLUSTER:
+        return r * r - L * L, 2.0 * r, 2.0
+    return r, 1.0, 0.0
+
+
+@njit
 def loss_terms(loss, model, y, r, L):
     """Lambda(y, r), dLambda/dr, d2Lambda/dr2 and the 0/1 correctness of sign(Phi(r)).
 
     Derivation eq. (E2): Lambda = l(y Phi(r)) with l(v) = ln(1 + e^-v) (logistic), or
     (y - Phi)^2/2 (square); Phi(r) = r, or r^2 - L^2 for the three-cluster model.
     """
-    if model == THREE_CLUSTER:
-        phi, dphi, d2phi = r * r - L * L, 2.0 * r, 2.0
-    else:
-        phi, dphi, d2phi = r, 1.0, 0.0
+    phi, dphi, d2phi = readout(model, r, L)
     if loss == LOGISTIC:
         v = y * phi
         if v > 0.0:
@@ -61,10 +66,7 @@ def loss_terms(loss, model, y, r, L):
 def loss_derivatives(loss, model, y, r, L):
     """dLambda/dr and d2Lambda/dr2 only (the same formulas as :func:`loss_terms`, without
     the logarithm of the loss value), for the DMFT kernels, which need no loss value."""
-    if model == THREE_CLUSTER:
-        phi, dphi, d2phi = r * r - L * L, 2.0 * r, 2.0
-    else:
-        phi, dphi, d2phi = r, 1.0, 0.0
+    phi, dphi, d2phi = readout(model, r, L)
     if loss == LOGISTIC:
         v = y * phi
         if v > 0.0:
