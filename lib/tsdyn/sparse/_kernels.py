@@ -64,34 +64,30 @@ def proposal(old, ternary, bit):
 # ----------------------------------------------------------------- two matrices
 
 @njit_reduce
-def forward2(in_idx, in_w, out_idx, out_w, X, a, H, A, Z, O):
-    """Two-matrix network (eq. 1/3) on the samples X (N, m): fills H = W_in X,
-    A = phi(H), Z = W_out A, O = psi(Z), all (N, m)."""
-    N, D = in_idx.shape
+def sparse_layer(idx, w, X, H, A, a):
+    """One sparse layer on the samples X: H = W X with W stored as rows of (column
+    index ``idx``, weight ``w``), and A = LeakyReLU_a(H)."""
+    n, D = idx.shape
     m = X.shape[1]
-    for j in range(N):
+    for j in range(n):
         for s in range(m):
             H[j, s] = 0.0
         for t in range(D):
-            wt = in_w[j, t]
+            wt = w[j, t]
             if wt != 0.0:
-                k = in_idx[j, t]
+                k = idx[j, t]
                 for s in range(m):
                     H[j, s] += wt * X[k, s]
         for s in range(m):
             A[j, s] = leaky(H[j, s], a)
-    D2 = out_idx.shape[1]
-    for i in range(N):
-        for s in range(m):
-            Z[i, s] = 0.0
-        for t in range(D2):
-            wt = out_w[i, t]
-            if wt != 0.0:
-                j = out_idx[i, t]
-                for s in range(m):
-                    Z[i, s] += wt * A[j, s]
-        for s in range(m):
-            O[i, s] = leaky(Z[i, s], a)
+
+
+@njit_reduce
+def forward2(in_idx, in_w, out_idx, out_w, X, a, H, A, Z, O):
+    """Two-matrix network (eq. 1/3) on the samples X (N, m): fills H = W_in X,
+    A = phi(H), Z = W_out A, O = psi(Z), all (N, m)."""
+    sparse_layer(in_idx, in_w, X, H, A, a)
+    sparse_layer(out_idx, out_w, A, Z, O, a)
 
 
 @njit_reduce
