@@ -63,3 +63,33 @@ def test_full_batch_is_gradient_descent():
     p = dmft.Params(alpha=2.0, Delta=0.5, b=1.0, eta=0.1)
     s = dmft.batch_indicators(p, 10, 50, seed=0)
     assert s.min() == 1
+
+
+@pytest.mark.parametrize("b, tau, lam", [(0.3, 2.0, 0.0), (0.4, None, 0.05), (1.0, None, 0.0)])
+def test_simulate_uses_the_tested_batch_chain(b, tau, lam, monkeypatch):
+    """simulate's steps are those of a plain NumPy SGD loop driven by the paths of
+    :func:`dmft.batch_indicators` (the chain tested above) drawn from simulate's batch
+    stream: the simulation has no batch logic of its own. Small blocks (7 steps) so that
+    the chain is carried across blocks. Equal up to float rounding (1e-12 relative)."""
+    import tsdyn.dmft.simulate  # noqa: F401
+    import sys
+
+    sim_mod = sys.modules["tsdyn.dmft.simulate"]
+    p = dmft.Params(alpha=1.5, Delta=0.5, b=b, tau=tau, eta=0.1, lam=lam, R0=0.3, m0=0.1)
+    d, steps, seed = 40, 23, 5
+    monkeypatch.setattr(sim_mod, "_BLOCK_NUMBERS", 7 * int(round(p.alpha * d)))
+    got = dmft.simulate(p, steps * p.eta, d=d, seed=seed)
+    data_ss, init_ss, batch_ss = sim_mod._streams(np.random.SeedSequence(seed), 3)
+    v, X, c, y = sim_mod.training_set(p, d, np.random.default_rng(data_ss))
+    w = sim_mod.initial_weights(p, v, np.random.default_rng(init_ss))
+    n = X.shape[0]
+    S = dmft.batch_indicators(p, steps, n, seed=batch_ss) if b < 1 else np.ones((steps + 1, n))
+    m = []
+    for k in range(steps):
+        r = X @ w / np.sqrt(d)
+        m.append(w @ v / d)
+        grad = X.T @ (S[k] * (-y / (1 + np.exp(y * r)))) / np.sqrt(d)  # logistic loss
+        w = w - p.eta * (p.lam * w + grad)
+    m.append(w @ v / d)
+    np.testing.assert_allclose(got.m.values, m, rtol=1e-12, atol=1e-14)
+    assert np.ptp(m) > 1e-3  # the weights moved

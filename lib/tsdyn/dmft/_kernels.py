@@ -61,14 +61,15 @@ def _matvec(X, w, out, scale):
 
 
 @njit_reduce
-def sgd_steps(w, X, y, v_star, s, U, n_steps, eta, lam, p01, p10, loss, model, L,
+def sgd_steps(w, X, y, v_star, S, n_steps, eta, lam, loss, model, L,
               m_out, C_out, loss_out, acc_out, k0, chain):
     """``n_steps`` steps of (persistent) SGD on the fixed training set (derivation E1).
 
-    w (d,) is updated in place; X (n, d) the data, y (n,) labels, s (n,) int8 batch
-    indicators (updated in place when ``chain``), U (n_steps, n) uniforms for the chain.
-    Before each step k0 + j the observables m, C, mean training loss and accuracy are
-    written at index k0 + j. Returns the number of steps done (fewer if w diverged).
+    w (d,) is updated in place; X (n, d) the data, y (n,) labels; S (n_steps, n) int8 the
+    batch indicators of each step (a path of :func:`batch_chain`), or, if not ``chain``
+    (full batch), one row of ones used at every step. Before each step k0 + j the
+    observables m, C, mean training loss and accuracy are written at index k0 + j.
+    Returns the number of steps done (fewer if w diverged).
     """
     n, d = X.shape
     sq = math.sqrt(d)
@@ -78,11 +79,12 @@ def sgd_steps(w, X, y, v_star, s, U, n_steps, eta, lam, p01, p10, loss, model, L
     for j in range(n_steps):
         _matvec(X, w, r, 1.0 / sq)
         tot_loss, tot_acc = 0.0, 0.0
+        row = j if chain else 0
         for mu in range(n):
             val, d1, d2, ok = loss_terms(loss, model, y[mu], r[mu], L)
             tot_loss += val
             tot_acc += ok
-            g[mu] = d1 if s[mu] == 1 else 0.0
+            g[mu] = d1 if S[row, mu] == 1 else 0.0
         k = k0 + j
         m_out[k] = _dot(w, v_star) / d
         C_out[k] = _dot(w, w) / d
@@ -98,13 +100,6 @@ def sgd_steps(w, X, y, v_star, s, U, n_steps, eta, lam, p01, p10, loss, model, L
                     grad[i] += gm * X[mu, i]
         for i in range(d):
             w[i] -= eta * (lam * w[i] + grad[i])
-        if chain:
-            for mu in range(n):
-                if s[mu] == 0:
-                    if U[j, mu] < p01:
-                        s[mu] = 1
-                elif U[j, mu] < p10:
-                    s[mu] = 0
     return n_steps
 
 

@@ -128,13 +128,17 @@ def simulate(params, t_max, *, d, seed, init="fixed"):
     s = (rng_b.random(n) < params.b).astype(np.int8) if chain else np.ones(n, np.int8)
     rec = {k: np.full(n_steps + 1, np.nan) for k in ("m", "C", "loss", "acc")}
     block = max(1, _BLOCK_NUMBERS // n)
-    U = np.zeros((1, n))
+    S = s[None, :]
     step, t_div = 0, np.inf
     while step < n_steps:
         todo = min(block, n_steps - step)
         if chain:
-            U = rng_b.random((todo, n))
-        done = _kernels.sgd_steps(w, X, y, v_star, s, U, todo, params.eta, params.lam, p01, p10,
+            # the indicators of steps step .. step+todo-1: the current state, then the
+            # path of the same chain as batch_indicators (which the tests check)
+            start = s.copy()
+            path = _kernels.batch_chain(s, rng_b.random((todo, n)), p01, p10)
+            S = np.concatenate([start[None, :], path[:-1]])
+        done = _kernels.sgd_steps(w, X, y, v_star, S, todo, params.eta, params.lam,
                                   loss, model, params.L, rec["m"], rec["C"], rec["loss"],
                                   rec["acc"], step, chain)
         step += done
