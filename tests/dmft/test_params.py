@@ -1,5 +1,6 @@
 """Bad input raises a ValueError naming the parameter, its value and the allowed range."""
 
+import numpy as np
 import pytest
 
 from tsdyn import dmft
@@ -76,3 +77,42 @@ def test_other_bad_arguments():
     q = dmft.Params(**BASE, b=0.5, tau=0.2, eta=0.1)
     with pytest.raises(ValueError, match=r"dt \(time step\) must be <= min\(tau, b tau/\(1-b\)\) = 0.2"):
         dmft.solve(q, 1.0, dt=0.5, n_samples=10)
+
+
+def test_talk_convention_of_the_persistence_time():
+    """The talk's tau is the mean time *in* the batch, b tau/(1 - b) in our convention:
+    tau_for_time_in_batch inverts it, and the simulated chain's leave probability per step
+    is eta / (time in batch) (mean sojourn in the batch time_in_batch; 4 binomial errors)."""
+    tau = dmft.Params.tau_for_time_in_batch(1 / 0.6, 0.3)
+    p = dmft.Params(**BASE, b=0.3, tau=tau, eta=0.2)
+    assert tau == pytest.approx(0.7 / 0.3 / 0.6)
+    assert p.time_in_batch == pytest.approx(1 / 0.6)
+    s = dmft.batch_indicators(p, 400, 2000, seed=1)
+    here = s[:-1] == 1
+    est = (here & (s[1:] == 0)).sum() / here.sum()
+    assert abs(est - 0.2 * 0.6) < 4 * np.sqrt(0.12 * 0.88 / here.sum())
+    assert dmft.Params(**BASE, b=1.0).time_in_batch == np.inf
+    with pytest.raises(ValueError, match=r"b \(mean batch fraction \(a persistent chain needs b < 1\)\) must"):
+        dmft.Params.tau_for_time_in_batch(1.0, 1.0)
+    with pytest.raises(ValueError, match=r"time_in \(mean time in the batch\) must"):
+        dmft.Params.tau_for_time_in_batch(0.0, 0.5)
+
+
+def test_training_loss_in_the_talks_normalisation():
+    """train_energy = alpha <l> + lam C/2 = (total training loss + ridge)/d, the talk's e(t):
+    at t = 0 against the loss summed directly over the simulation's training set."""
+    import sys
+
+    import tsdyn.dmft.simulate  # noqa: F401
+
+    sim_mod = sys.modules["tsdyn.dmft.simulate"]
+    p = dmft.Params(**{**BASE, "lam": 0.2}, R0=0.5, m0=0.3)
+    d = 60
+    r = dmft.simulate(p, 0.2, d=d, seed=4)
+    data_ss, init_ss, _ = sim_mod._streams(np.random.SeedSequence(4), 3)
+    v, X, c, y = sim_mod.training_set(p, d, np.random.default_rng(data_ss))
+    w = sim_mod.initial_weights(p, v, np.random.default_rng(init_ss))
+    total = np.sum(np.log1p(np.exp(-y * (X @ w) / np.sqrt(d)))) + 0.5 * p.lam * w @ w
+    assert float(r.train_energy[0]) == pytest.approx(total / d, rel=1e-12)
+    th = dmft.solve(p, 1.0, n_samples=200)
+    np.testing.assert_allclose(th.train_energy, p.alpha * th.train_loss + 0.1 * th.C_diag, rtol=1e-12)

@@ -5,7 +5,8 @@ Simulation at finite d (:func:`simulate`) and theory (:func:`solve`, the DMFT; a
 and the model's pointwise functions (:mod:`tsdyn.dmft.model`).
 """
 
-from .analysis import max_z, simulate_seeds, solve_seeds, z_scores
+from .analysis import (deviations, max_abs_t_quantile_mixed, max_z, rms_t_expected,
+                       simulate_seeds, solve_seeds, welch_dof, z_scores)
 from .exact import exact_square_gd, marchenko_pastur
 from .model import generalisation_error
 from .params import Params
@@ -14,4 +15,5 @@ from .solve import ConvergenceError, solve
 
 __all__ = ["Params", "simulate", "simulate_point", "batch_indicators", "solve",
            "ConvergenceError", "exact_square_gd", "marchenko_pastur", "generalisation_error",
-           "simulate_seeds", "solve_seeds", "max_z", "z_scores"]
+           "simulate_seeds", "solve_seeds", "max_z", "z_scores", "deviations", "welch_dof",
+           "max_abs_t_quantile_mixed", "rms_t_expected"]

@@ -124,3 +124,13 @@ def generalisation_error(params, m, C):
             return 0.5 * erfc(m / s)  # rho/2 erfc + (1-rho)/2 erfc without a bias
         return ((1 - params.rho) * erfc(params.L / s)
                 + 0.5 * params.rho * (erf((params.L - m) / s) + erf((params.L + m) / s)))
+
+
+ENERGY_ATTRS = {"long_name": "training loss per dimension alpha <l> + lam C/2 (the talk's e(t))"}
+
+
+def train_energy(params, mean_loss, C_diag):
+    """The talk's normalisation of the training loss: the total loss divided by d,
+    [sum_mu l_mu + lam |w|^2/2]/d = alpha <l> + lam C(t,t)/2 (the talk's e(t) at lam = 0).
+    ``mean_loss`` is the mean per-sample loss (``train_loss``)."""
+    return params.alpha * np.asarray(mean_loss) + 0.5 * params.lam * np.asarray(C_diag)

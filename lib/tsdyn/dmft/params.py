@@ -7,6 +7,8 @@ in ``shared/theory/dmft-persistent-sgd.md``.
 
 from dataclasses import asdict, dataclass
 
+import numpy as np
+
 from .. import _validate
 
 LOSSES = ("logistic", "square")
@@ -85,6 +87,24 @@ class Params:
     def tau_eff(self):
         """Persistence time of the chain: ``tau``, or eta/b for plain SGD."""
         return self.eta / self.b if self.tau is None else self.tau
+
+    @property
+    def time_in_batch(self):
+        """Mean time a sample spends in the batch, b tau/(1 - b) (inf for b = 1).
+
+        The talk calls *this* the persistence time; our ``tau`` (the published sampler's
+        convention) is the mean time out of the batch. See :meth:`tau_for_time_in_batch`.
+        """
+        return np.inf if self.b == 1.0 else self.b * self.tau_eff / (1.0 - self.b)
+
+    @staticmethod
+    def tau_for_time_in_batch(time_in, b):
+        """Our ``tau`` (mean time out of the batch) for a mean time ``time_in`` in it:
+        tau = (1 - b) time_in / b (the talk's convention, e.g. its 1/tau = 0.6)."""
+        _validate.real("time_in", time_in, low=0.0, low_open=True, doc="mean time in the batch")
+        _validate.real("b", b, low=0.0, high=1.0, low_open=True, high_open=True,
+                       doc="mean batch fraction (a persistent chain needs b < 1)")
+        return (1.0 - b) * time_in / b
 
     @property
     def rates(self):

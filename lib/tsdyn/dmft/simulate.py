@@ -5,7 +5,8 @@ import xarray as xr
 
 from .. import __version__, _validate
 from . import _kernels
-from .model import cluster_labels, codes, draw_clusters, generalisation_error
+from .model import (ENERGY_ATTRS, cluster_labels, codes, draw_clusters, generalisation_error,
+                    train_energy)
 from .params import Params, check_params
 
 # Uniforms of the batch chain are drawn in blocks of at most this many numbers.
@@ -111,7 +112,8 @@ def simulate(params, t_max, *, d, seed, init="fixed"):
     -------
     xarray.Dataset over ``t`` (every step): m, C_diag (= |w|^2/d), eg (exact test error
     of the current w, :func:`~tsdyn.dmft.model.generalisation_error`), train_loss (mean
-    per-sample loss, without the ridge), train_acc, diverged, t_diverged.
+    per-sample loss, without the ridge), train_acc, train_energy (the talk's normalisation,
+    :func:`train_energy`), diverged, t_diverged.
     """
     check_params(params)
     _validate.integer("d", d, low=2, doc="dimension")
@@ -160,6 +162,7 @@ def simulate(params, t_max, *, d, seed, init="fixed"):
             "eg": ("t", eg, {"long_name": "generalisation error", "units": "1"}),
             "train_loss": ("t", rec["loss"], {"long_name": "mean training loss per sample"}),
             "train_acc": ("t", rec["acc"], {"long_name": "training accuracy", "units": "1"}),
+            "train_energy": ("t", train_energy(params, rec["loss"], rec["C"]), ENERGY_ATTRS),
             "diverged": ((), bool(np.isfinite(t_div))),
             "t_diverged": ((), float(t_div), {"units": "time (steps x eta)"}),
         },

@@ -13,7 +13,7 @@ import xarray as xr
 
 from .. import __version__, _validate
 from . import _kernels
-from .model import codes, generalisation_error
+from .model import ENERGY_ATTRS, codes, generalisation_error, train_energy
 from .params import check_params
 from .simulate import _seed_sequence, n_steps_for
 
@@ -130,7 +130,8 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, damping=0.3, t
     Returns
     -------
     xarray.Dataset
-        m, C_diag, eg, train_loss, train_acc, mu, lamhat (t); C, R, M_C, M_R (t, t2);
+        m, C_diag, eg, train_loss, train_acc, train_energy (alpha train_loss + lam C/2, the
+        talk's normalisation), mu, lamhat (t); C, R, M_C, M_R (t, t2);
         residual (iteration); converged, n_iter, diverged, t_diverged.
 
     Raises
@@ -242,6 +243,7 @@ def _dataset(params, dt, m, lamhat, MC, MR, train_loss, train_acc, residuals, co
             "eg": ("t", eg, {"long_name": "generalisation error", "units": "1"}),
             "train_loss": ("t", train_loss, {"long_name": "mean training loss per sample"}),
             "train_acc": ("t", train_acc, {"long_name": "training accuracy", "units": "1"}),
+            "train_energy": ("t", train_energy(params, train_loss, C_diag), ENERGY_ATTRS),
             "mu": ("t", mu, {"long_name": "mu(t) of dm/dt = -lam m - mu"}),
             "lamhat": ("t", lamhat, {"long_name": "lambda-hat(t)"}),
             "C": (tt, C, {"long_name": "C(t,t') = w(t).w(t')/d"}),
