@@ -130,3 +130,90 @@ def test_ito_term_in_the_recorded_coefficients():
     C = ds.C.values
     np.testing.assert_allclose(b.K_S - a.K_S, 0.5 * (C[..., -1] - C[..., 0]) / 15, rtol=1e-12)
     np.testing.assert_array_equal(a.V_S, b.V_S)
+
+
+def test_fraction_crossing_by_hand_and_its_bootstrap():
+    x = [1.0, 2.0, 4.0, 8.0]
+    flags = np.array([[1, 1, 1, 1], [1, 1, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]], bool)
+    xc, lo, hi = dyson.fraction_crossing(x, flags, 0.68)
+    # fraction 1 -> 0.5 between x = 1 and 2: log-linear, f = (0.68 - 1)/(0.5 - 1) = 0.64
+    assert xc == pytest.approx(2 ** 0.64) and math.isnan(lo) and math.isnan(hi)
+    flags = np.repeat(flags, 25, axis=1)  # 100 models: a resolved bootstrap range around the estimate
+    xc, lo, hi = dyson.fraction_crossing(x, flags, 0.68, n_boot=200, seed=1)
+    assert lo <= xc <= hi and 1.0 < lo and hi < 2.0
+    with pytest.raises(ValueError, match="flags must have shape"):
+        dyson.fraction_crossing(x, flags[:2], 0.68)
+
+
+def _moment_dataset(x, K, V, C, T=0.5):
+    """A minimal train_ensemble-like Dataset (one time, one model) with given moments."""
+    import xarray as xr
+    N = len(x)
+    S = (x[-1] - x[0]) / (N - 1)
+    return xr.Dataset({"x": (("t", "model", "eig"), np.array(x, float)[None, None]),
+                       "K": (("t", "model", "eig"), np.array(K, float)[None, None]),
+                       "V": (("t", "model", "eig", "eig2"), np.array(V, float)[None, None]),
+                       "C": (("t", "model", "eig"), np.array(C, float)[None, None]),
+                       "S": (("t", "model"), [[S]])},
+                      coords={"t": [0.0], "model": [0]}, attrs={"T": T})
+
+
+def test_coulomb_ratio_is_one_for_equally_spaced_levels():
+    """(B.5) replaces x_N - x_j by (N - j) S: exact when the levels are equally spaced (and V
+    constant, where both sides are 2 v H_{N-1} / ((N - 1) S)); extreme levels far from a packed
+    bulk feel less repulsion than (B.5) assigns them (here 1.79 v against 2.28 v)."""
+    N, v = 6, 0.3
+    V = np.full((N, N), v)
+    ds = _moment_dataset(np.arange(1.0, N + 1) * 0.2, np.zeros(N), V, np.zeros(N))
+    assert dyson.coulomb_ratio(ds).item() == pytest.approx(1.0, rel=1e-12)
+    x = np.array([0.0, 0.99, 1.0, 1.01, 1.02, 2.0])
+    assert dyson.coulomb_ratio(_moment_dataset(x, np.zeros(N), V, np.zeros(N))).item() < 0.85
+
+
+def test_drift_balance_by_hand():
+    N = 4
+    V = np.eye(N) * 0.2 + 0.05
+    x, K, C = [0.0, 1.0, 2.0, 3.0], [0.1, 0.0, 0.0, -0.5], [0.0, 0.0, 0.0, 0.3]
+    ds = _moment_dataset(x, K, V, C, T=0.5)
+    b = dyson.drift_balance(ds, since=0.0)
+    K_S = (-0.5 - 0.1) / 3 + 0.5 * 0.3 / 3  # with the Ito drift
+    V_S = dyson.spacing_coefficients(ds).V_S.item()
+    assert b.K_S.item() == pytest.approx(K_S)
+    assert b.coulomb.item() == pytest.approx(0.5 * V_S / 1.0)
+    assert b.balance.item() == pytest.approx((K_S + 0.5 * V_S) / abs(K_S))
+    assert b.snr.item() == pytest.approx(-K_S / V_S) and b.T_over_S.item() == pytest.approx(0.5)
+
+
+def test_spacing_coefficients_in_the_bases_of_K():
+    p = dyson.Params.from_temperature(0.5, 2.0, n_train=200, n_test=10)
+    ds = dyson.train_ensemble(p, 200, seed=4, n_models=3, n_points=3, moment_samples=200, k_basis=True)
+    # descending order: K_S = (K_min - K_max)/(N - 1) <= 0 for every model and time
+    kd = dyson.spacing_coefficients(ds, basis="k_descending")
+    np.testing.assert_allclose(kd.K_S, (ds.K_k.values[..., 0] - ds.K_k.values[..., -1]) / 15, rtol=1e-12)
+    assert (kd.K_S.values <= 0).all()
+    # levels labelled by X: K's eigenvalues permuted by ascending u^T X u
+    k = dyson.spacing_coefficients(ds, basis="k")
+    order = np.argsort(ds.xq_k.values, axis=-1)
+    Kp = np.take_along_axis(ds.K_k.values, order, -1)
+    np.testing.assert_allclose(k.K_S, (Kp[..., -1] - Kp[..., 0]) / 15, rtol=1e-12)
+    Vp = ds.V_k.values[0, 0][np.ix_(order[0, 0], order[0, 0])]
+    assert k.D_S[0, 0].item() == pytest.approx((Vp[0, 0] + Vp[-1, -1]) / (2 * 15 ** 2))
+    with pytest.raises(ValueError, match="basis must be one of"):
+        dyson.spacing_coefficients(ds, basis="z")
+    plain = dyson.train_ensemble(p, 5, seed=4, n_models=1, n_points=2, moment_samples=10)
+    with pytest.raises(ValueError, match="k_basis=True"):
+        dyson.spacing_coefficients(plain, basis="k")
+    s = dyson.summary(ds)
+    assert {"converged", "converged_ito", "converged_k", "converged_kd"} <= set(s)
+
+
+def test_criterion_vs_steps_and_spacing_sde_layout():
+    crit = dyson.criterion_vs_steps(0.5, 2.0, [20, 40], seed=0, n_models=2, moment_samples=50, n_train=100)
+    assert crit.converged.dims == ("steps", "model") and list(crit.steps.values) == [20, 40]
+    p = dyson.Params.from_temperature(0.5, 8.0, n_train=100, n_test=10)
+    ds = dyson.train_ensemble(p, 30, seed=0, n_models=2, n_points=4, moment_samples=50)
+    sde = dyson.spacing_sde(ds, paths=3, seed=1, noise=False, n_steps=300)
+    S = sde.S.values  # (tau, path): without noise the 3 paths of a model coincide; path p is model p // 3
+    np.testing.assert_array_equal(S[:, 0], S[:, 2])
+    np.testing.assert_allclose(S[0], np.repeat(ds.S.values[0], 3))
+    assert not np.array_equal(S[:, 0], S[:, 3])

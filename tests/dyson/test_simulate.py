@@ -133,3 +133,31 @@ def test_a_sweep_counts_diverged_models_without_crashing(tmp_path):
     again = dyson.phase_diagram([2 ** -5, 16.0], [0.25], steps=400, n_models=6, seed=0, executor="serial",
                                 cache=tmp_path, w_max=80.0, n_points=4, moment_samples=100)
     np.testing.assert_array_equal(again.diverged.values, ds.diverged.values)
+
+
+def test_moments_in_the_eigenbasis_of_K_by_plain_numpy():
+    """k_basis=True: K_k are the eigenvalues of K = -E[Delta^X], V_k the per-sample variances of
+    Delta^X rotated into K's eigenbasis, xq_k = u^T X u (App. B), against a NumPy computation."""
+    p = dyson.Params(eps=0.1, sigma_w=0.7, n_train=300, n_test=10)
+    ds = dyson.train_ensemble(p, 40, seed=3, n_models=2, n_points=2, moment_samples=300, k_basis=True)
+    net = dyson.networks(p, seed=3, n_models=2)
+    # replay the same training to get W2 at t_f: the x at t_f pins it down through X's spectrum
+    for m in range(2):
+        W2 = None
+        for t_idx in (0,):
+            W2 = net["W2"][m]
+        # moments at t = 0 (the first record) from the initial student
+        A1, y, W3 = net["A1_train"][m], net["y_train"][m], net["W3"][m]
+        z = A1 @ W2.T
+        phi = np.tanh(z)
+        e = phi @ W3 - y
+        g = e[:, None] * W3 * (1 - phi ** 2)  # (D, n2): dl/dW2 = g a^T
+        dX = np.einsum("ki,kj->kij", z, g)
+        dX = dX + dX.transpose(0, 2, 1)  # Delta^X = W Delta^T + Delta W^T = z g^T + g z^T
+        kev, U = np.linalg.eigh(-dX.mean(0))
+        np.testing.assert_allclose(ds.K_k.values[0, m], kev, rtol=1e-9, atol=1e-14)
+        rot = np.einsum("ia,kij,jb->kab", U, dX, U)
+        np.testing.assert_allclose(ds.V_k.values[0, m], rot.var(0), rtol=1e-7, atol=1e-16)
+        X = W2 @ W2.T
+        np.testing.assert_allclose(ds.xq_k.values[0, m], np.einsum("ia,ij,ja->a", U, X, U), rtol=1e-9)
+    assert "K_k" not in dyson.train_ensemble(p, 5, seed=3, n_models=1, n_points=2, moment_samples=10)

@@ -21,15 +21,53 @@ def lambda_bar(ds):
     return (np.log(S / S.isel(t=0)) / t).rename("lambda_bar")
 
 
-def spacing_coefficients(ds, *, ito=False):
+BASES = ("x", "k", "k_descending")
+
+
+def _k_basis_moments(ds, order):
+    """K_k, V_k, C_k (train_ensemble(..., k_basis=True)) re-ordered: by the Rayleigh quotient
+    u^T X u of each eigenvector of K (``order="x"``) or by descending eigenvalue of K."""
+    if "K_k" not in ds:
+        raise ValueError("the paper's basis needs moments recorded with train_ensemble(..., k_basis=True)")
+    K, V, C = ds.K_k.values, ds.V_k.values, ds.C_k.values
+    if order == "x":
+        idx = np.argsort(np.where(np.isfinite(ds.xq_k.values), ds.xq_k.values, 0.0), axis=-1)
+    else:
+        idx = np.broadcast_to(np.arange(K.shape[-1])[::-1], K.shape)
+    K = np.take_along_axis(K, idx, -1)
+    C = np.take_along_axis(C, idx, -1)
+    V = np.take_along_axis(np.take_along_axis(V, idx[..., :, None], -2), idx[..., None, :], -1)
+    return K, V, C
+
+
+def spacing_coefficients(ds, *, ito=False, basis="x"):
     """K_S, V_S, D_S (eqs. B.7, B.9) from the recorded gradient moments, per time and model.
 
     ``ito``: add the Ito drift T (C_N - C_1)/(N - 1) of the second-order change of X to
     K_S (see :func:`theory.spacing_coefficients`); False gives the paper's K_S, which
     the criterion (4.15) uses.
+
+    ``basis``: where K_i and V_ij are taken.
+
+    - ``"x"``: the eigenbasis of X, levels in ascending order (first-order perturbation
+      theory, delta x_i = delta X_ii: the basis of the Dyson equation 4.3);
+    - ``"k"``: the paper's App. B: the eigenbasis of the drift matrix K = -E[Delta^X]
+      (``K_k``, ``V_k``), each eigenvector labelled by the level of X it lies along
+      (ascending Rayleigh quotient u^T X u), so that "1" and "N" still mean the
+      smallest and the largest level, as S = (x_N - x_1)/(N - 1) requires;
+    - ``"k_descending"``: the eigenbasis of K in descending eigenvalue order, which gives
+      K_S = (K_min - K_max)/(N - 1) <= 0 for every model. (Ascending order, the other
+      literal reading of App. B, gives K_S >= 0 for every model, so (4.15) would never
+      hold; it is not offered.)
     """
-    extra = dict(C=ds.C.values, T=float(ds.attrs["T"])) if ito else {}
-    K_S, V_S, D_S = theory.spacing_coefficients(ds.K.values, ds.V.values, **extra)
+    if basis not in BASES:
+        raise ValueError(f"basis must be one of {BASES}; got {basis!r}")
+    if basis == "x":
+        K, V, C = ds.K.values, ds.V.values, ds.C.values
+    else:
+        K, V, C = _k_basis_moments(ds, "x" if basis == "k" else "descending")
+    extra = dict(C=C, T=float(ds.attrs["T"])) if ito else {}
+    K_S, V_S, D_S = theory.spacing_coefficients(K, V, **extra)
     dims = ("t", "model")
     return xr.Dataset({"K_S": (dims, K_S), "V_S": (dims, V_S), "D_S": (dims, D_S)},
                       coords={"t": ds.t, "model": ds.model})
@@ -39,22 +77,36 @@ def summary(ds):
     """Per-model end-of-training numbers of one ensemble: a Dataset over ``model``.
 
     loss, grad_norm, G0, align, lambda_bar at t_f; grad_norm0 at t = 0; S0, S_f;
-    K_S, V_S, D_S at t_f; ``converged``: criterion (4.15) at t_f; diverged, t_diverged.
+    K_S, V_S, D_S at t_f (eigenbasis of X); ``converged``: criterion (4.15) at t_f with
+    them; ``converged_ito``: the same with the Ito drift in K_S. If the moments were also
+    recorded in the eigenbasis of K (``k_basis=True``): K_S_k, V_S_k and ``converged_k``
+    (the paper's App. B basis, levels labelled by X), ``converged_kd`` (K's eigenvalues
+    in descending order). Also diverged, t_diverged.
     """
     ds = ds.drop_vars("tau")
     end = ds.isel(t=-1, drop=True)
-    coef = spacing_coefficients(ds).isel(t=-1, drop=True)
     T, sigma_w = float(ds.attrs["T"]), float(ds.attrs["sigma_w"])
     n1, n2 = json.loads(ds.attrs["layers"])[1], ds.sizes["eig"]
-    ok = theory.converged(T, sigma_w, coef.K_S.values, coef.V_S.values, n1=n1, n2=n2)
-    return xr.Dataset({
+    alive = ~ds.diverged.values
+
+    def criterion(coef):
+        return ("model", theory.converged(T, sigma_w, coef.K_S.values, coef.V_S.values, n1=n1, n2=n2) & alive)
+
+    coef = spacing_coefficients(ds).isel(t=-1, drop=True)
+    out = {
         "loss": end.loss, "grad_norm": end.grad_norm, "G0": end.G0, "align": end.align,
         "lambda_bar": lambda_bar(ds).isel(t=-1, drop=True),
         "grad_norm0": ds.grad_norm.isel(t=0, drop=True), "S0": ds.S.isel(t=0, drop=True), "S_f": end.S,
         "K_S": coef.K_S, "V_S": coef.V_S, "D_S": coef.D_S,
-        "converged": ("model", ok & ~ds.diverged.values),
+        "converged": criterion(coef),
+        "converged_ito": criterion(spacing_coefficients(ds, ito=True).isel(t=-1, drop=True)),
         "diverged": ds.diverged, "t_diverged": ds.t_diverged,
-    }, attrs={"t_f": float(ds.t.values[-1])})
+    }
+    if "K_k" in ds:
+        coef_k = spacing_coefficients(ds, basis="k").isel(t=-1, drop=True)
+        out.update(K_S_k=coef_k.K_S, V_S_k=coef_k.V_S, converged_k=criterion(coef_k),
+                   converged_kd=criterion(spacing_coefficients(ds, basis="k_descending").isel(t=-1, drop=True)))
+    return xr.Dataset(out, attrs={"t_f": float(ds.t.values[-1])})
 
 
 def unfolded_spacings(x, *, degree=3, drop=1):
@@ -125,6 +177,74 @@ def halfway_crossing(x, samples, *, n_boot=0, seed=0):
         return xc, float("nan"), float("nan")
     lo, hi = np.nanquantile(boot, [0.16, 0.84])
     return xc, float(lo), float(hi)
+
+
+def fraction_crossing(x, flags, level, *, n_boot=0, seed=0):
+    """Where the fraction of models meeting a criterion falls through ``level``, with a bootstrap.
+
+    ``flags`` (len(x), n_models) booleans (e.g. ``converged`` at each temperature, independent
+    ensembles at each x). Estimator: the fraction at each x and its first crossing of
+    ``level`` (:func:`crossing`, log x). Error: ``n_boot`` resamples of the models at each x
+    independently; returns (x_c, lo, hi), lo and hi the 16% and 84% quantiles of the
+    resampled crossings (NaN without resamples, or if fewer than 90% of them cross).
+    """
+    x, a = np.asarray(x, float), np.asarray(flags, float)
+    if a.ndim != 2 or a.shape[0] != len(x):
+        raise ValueError(f"flags must have shape (len(x), n_models) = ({len(x)}, ...); got {a.shape}")
+    _validate.real("level", level, low=0.0, high=1.0, low_open=True, high_open=True, doc="fraction")
+    _validate.integer("n_boot", n_boot, low=0, doc="bootstrap resamples")
+    xc = crossing(x, a.mean(axis=1), level)
+    if n_boot == 0:
+        return xc, float("nan"), float("nan")
+    rng = np.random.default_rng(_seeds.seed_sequence(seed))
+    n = a.shape[1]
+    boot = np.array([crossing(x, np.take_along_axis(a, rng.integers(0, n, a.shape), 1).mean(axis=1), level)
+                     for _ in range(n_boot)])
+    if np.mean(np.isfinite(boot)) < 0.9:
+        return xc, float("nan"), float("nan")
+    lo, hi = np.nanquantile(boot, [0.16, 0.84])
+    return xc, float(lo), float(hi)
+
+
+def drift_balance(ds, *, since=0.5):
+    """How close the deterministic drift of S is to zero late in a run: the stationarity test
+    behind the reading of criterion (4.15).
+
+    Over the records with t >= ``since`` t_f, per model: the time averages of K_S (eigenbasis
+    of X, with the Ito drift) and of the Coulomb drift T V_S / S. Returns a Dataset over
+    ``model`` with ``K_S``, ``coulomb`` (= <T V_S / S>), ``balance`` = <K_S + T V_S / S> /
+    <|K_S|> (0 for a stationary S: restoring and repulsive drifts cancel on average),
+    ``snr`` = -<K_S>/<V_S> (the time-averaged right side of eq. 4.10) and ``T_over_S``
+    = <T / S> (its value for an exactly stationary S without the Ito term).
+    """
+    _validate.real("since", since, low=0.0, high=1.0, high_open=True, doc="fraction of the run")
+    T = float(ds.attrs["T"])
+    late = ds.t >= since * float(ds.t[-1])
+    c = spacing_coefficients(ds, ito=True).sel(t=late)
+    S = ds.S.sel(t=late)
+    coulomb = (T * c.V_S / S).mean("t")
+    return xr.Dataset({"K_S": c.K_S.mean("t"), "coulomb": coulomb,
+                       "balance": (c.K_S.mean("t") + coulomb) / abs(c.K_S).mean("t"),
+                       "snr": -c.K_S.mean("t") / c.V_S.mean("t"), "T_over_S": (T / S).mean("t")})
+
+
+def coulomb_ratio(ds):
+    """Exact Coulomb drift of S over its one-particle approximation (B.5-B.6), per time and model.
+
+    Exact (eq. B.3 divided by N - 1, eigenbasis of X, measured spectra):
+    T [sum_{j != N} V_Nj / (x_N - x_j) - sum_{j != 1} V_1j / (x_1 - x_j)] / (N - 1).
+    Approximation: T V_S / S, every spacing replaced by a multiple of the average one
+    (eq. B.5). A ratio of 1 means (B.5) is exact for that spectrum; below 1, the one-particle
+    equation overstates the repulsion of the extreme levels.
+    """
+    x, V = ds.x.values, ds.V.values
+    N = x.shape[-1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        top = np.sum(np.where(np.arange(N) != N - 1, V[..., -1, :] / (x[..., -1:] - x), 0.0), axis=-1)
+        bottom = np.sum(np.where(np.arange(N) != 0, V[..., 0, :] / (x[..., :1] - x), 0.0), axis=-1)
+        exact = (top - bottom) / (N - 1)
+        ratio = exact / (spacing_coefficients(ds).V_S.values / ds.S.values)
+    return xr.DataArray(ratio, dims=("t", "model"), coords={"t": ds.t, "model": ds.model}, name="coulomb_ratio")
 
 
 def total_variation(density, reference, width):

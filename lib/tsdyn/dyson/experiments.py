@@ -6,22 +6,24 @@ import numpy as np
 import xarray as xr
 
 from .. import sweep
+from . import analysis, theory
 from .analysis import summary
 from .params import Params
 from .simulate import train_ensemble
 
 
 def phase_point(*, seed, T, inv_sigma_w, steps, n_models, batch=4, n_points=8, moment_samples=None,
-                n_train=4000, n_test=100, w_max=1e6):
+                n_train=4000, n_test=100, w_max=1e6, k_basis=True):
     """One point of the T - 1/sigma_w phase diagram: the per-model :func:`summary` of an ensemble.
 
     eps = T * batch, sigma_w = 1 / inv_sigma_w; ``steps`` SGD steps. The form
     :func:`tsdyn.sweep.run` calls (a grid over ``T`` and ``inv_sigma_w``). The gradient
-    moments are measured at t = 0 and t_f only: all that the summary needs.
+    moments are measured at t = 0 and t_f only: all that the summary needs; ``k_basis``
+    also measures them in the eigenbasis of K (the paper's App. B), for ``converged_k``.
     """
     p = Params.from_temperature(T, inv_sigma_w, batch=batch, n_train=n_train, n_test=n_test, w_max=w_max)
     ds = train_ensemble(p, steps, seed=seed, n_models=n_models, n_points=n_points,
-                        moment_samples=moment_samples, moments="ends")
+                        moment_samples=moment_samples, moments="ends", k_basis=k_basis)
     return summary(ds)
 
 
@@ -73,3 +75,43 @@ def linear_scaling(T, inv_sigma_w, batches, tau_f, *, seed, n_models, n_points=1
         "steps": (("batch",), [int(ds.attrs["steps"]) for ds in runs]),
     }, coords={"batch": list(batches), "tau": tau, "model": runs[0].model.values},
         attrs={"T": float(T), "inv_sigma_w": float(inv_sigma_w), "tau_f": float(tau_f)})
+
+
+CRITERIA = ("converged", "converged_k", "converged_kd")
+
+
+def criterion_vs_steps(T, inv_sigma_w, steps_list, *, seed, n_models, **kw):
+    """Fraction of models meeting criterion (4.15) at t_f against the length of training.
+
+    One :func:`phase_point` per entry of ``steps_list`` (the same seed: model m has the
+    same teacher, data and start in each, only trained longer). Returns a Dataset over
+    ``steps`` and ``model`` with the per-model flags of the three readings (``converged``:
+    eigenbasis of X; ``converged_k``: the paper's basis of K, levels labelled by X;
+    ``converged_kd``: K's eigenvalues descending) and the test loss.
+    """
+    runs = [phase_point(seed=seed, T=T, inv_sigma_w=inv_sigma_w, steps=int(s), n_models=n_models, **kw)
+            for s in steps_list]
+    ds = xr.concat([r[[*CRITERIA, "loss", "K_S", "S_f", "S0"]] for r in runs], dim="steps")
+    return ds.assign_coords(steps=[int(s) for s in steps_list]).assign_attrs(T=float(T),
+                                                                              inv_sigma_w=float(inv_sigma_w))
+
+
+def spacing_sde(ds, *, paths=16, ito=True, basis="x", noise=True, seed, n_steps=20000, min_substeps=200):
+    """The level-spacing equation (4.8) driven by each model's own recorded coefficients.
+
+    ``ds``: a :func:`train_ensemble` Dataset with moments at every recording time. Each
+    model m gets ``paths`` SDE paths that start at its S(0) and use its K_S, V_S, D_S
+    (:func:`spacing_coefficients` with ``ito`` and ``basis``), interpolated linearly in
+    tau between recordings; ``noise=False`` sets D_S = 0 (the drift alone). Step
+    tau_f / ``n_steps`` (at least ``min_substeps`` per recording interval), checked
+    against half the step on the same Brownian paths (``attrs["strong_error"]``).
+    Returns the :func:`theory.level_spacing_sde` Dataset; path p belongs to model p // paths.
+    """
+    tau = ds.tau.values
+    coef = analysis.spacing_coefficients(ds, ito=ito, basis=basis)
+    kw = {k: np.repeat(coef[k].values.T, paths, axis=0) for k in ("K_S", "V_S", "D_S")}
+    if not noise:
+        kw["D_S"] = np.zeros_like(kw["D_S"])
+    return theory.level_spacing_sde(np.repeat(ds.S.values[0], paths), tau, **kw, T=float(ds.attrs["T"]),
+                                    dt=tau[-1] / n_steps, min_substeps=min_substeps, interpolate="linear",
+                                    seed=seed)

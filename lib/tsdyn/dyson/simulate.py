@@ -83,7 +83,7 @@ def record_steps(steps, n_points, spacing="log"):
 
 
 def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log", moment_samples=None,
-                   moments="all"):
+                   moments="all", k_basis=False):
     """Train an ensemble of students in lockstep and record the paper's observables.
 
     All models advance together in one numba kernel call per block of steps
@@ -110,6 +110,10 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
     moments : {"all", "ends"}
         Measure ``grad_norm``, ``K`` and ``V`` at every recording time, or only at the
         first and last (cheaper, for sweeps); NaN elsewhere.
+    k_basis : bool
+        Also record the moments in the eigenbasis of the drift matrix K = -E[Delta^X]
+        itself, as in the paper's App. B (``K_k``, ``V_k``, ``C_k``, ``xq_k`` below): one more
+        pass over the moment samples wherever the moments are measured.
 
     Returns
     -------
@@ -128,6 +132,12 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
         - ``C`` (t, model, eig): C_ii = (U^T Cov[Delta] U)_ii, summed over the n1 columns: the
           noise part of eps^2 Delta_B Delta_B^T adds T C_ii per unit tau to the drift of x_i, an
           Ito term that eq. (4.3) leaves out;
+        - with ``k_basis``: ``K_k`` (t, model, eig): the eigenvalues of the symmetric matrix
+          K = -E[Delta^X], ascending; ``V_k`` (t, model, eig, eig2): Var[Delta^X_ij] in K's
+          eigenbasis (same order); ``C_k`` (t, model, eig): the Ito covariance C_ii in that
+          basis; ``xq_k`` (t, model, eig): the Rayleigh quotient u^T X u of each eigenvector u
+          of K (which level of X the direction belongs to, for ordering, see
+          :func:`tsdyn.dyson.spacing_coefficients`);
         - ``diverged``, ``t_diverged`` (model): a model whose |W^(2)|_F reaches
           ``params.w_max`` (or turns non-finite) is stopped, flagged, and its later
           records are NaN. The loss itself cannot blow up: tanh features are bounded,
@@ -161,6 +171,7 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
     obs = {k: nan(n_rec, M) for k in ("loss", "grad_norm", "G0", "align", "S")}
     x_rec, K_rec, V_rec = nan(n_rec, M, n2), nan(n_rec, M, n2), nan(n_rec, M, n2, n2)
     C_rec = nan(n_rec, M, n2)
+    Kk_rec, Vk_rec, Ck_rec, xq_rec = nan(n_rec, M, n2), nan(n_rec, M, n2, n2), nan(n_rec, M, n2), nan(n_rec, M, n2)
     alive = np.ones(M, dtype=np.bool_)
     diverged_at = np.full(M, -1, dtype=np.int64)
     z0 = np.einsum("mij,mkj->mki", W2, A1)
@@ -195,9 +206,18 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
             # Cov of the per-sample gradient rows, sum_k Cov(Delta_ik, Delta_ik), in the X basis
             mg = np.einsum("mli,mlj->mij", U, grad)  # (U^T E[Delta])
             C_rec[r] = gg - np.sum(mg ** 2, axis=2)
+            if k_basis:  # App. B: diagonalise K = -E[Delta^X] itself and rotate V into its basis
+                with np.errstate(invalid="ignore"):
+                    kev, P = np.linalg.eigh(np.where(live[:, None, None], -mean, np.eye(n2)))
+                Uk = np.ascontiguousarray(np.einsum("mij,mjk->mik", U, P))
+                _, _, var_k, gg_k = _kernels.gradient_moments(W2, A1m, Ym, W3, Uk)
+                Kk_rec[r], Vk_rec[r] = kev, var_k
+                mg_k = np.einsum("mli,mlj->mij", Uk, grad)
+                Ck_rec[r] = gg_k - np.sum(mg_k ** 2, axis=2)
+                xq_rec[r] = np.einsum("mji,mj->mi", P ** 2, x)  # u^T X u, with X = diag(x) in U's basis
         for arr in (*obs.values(),):
             arr[r, ~live] = np.nan
-        for arr in (x_rec, K_rec, V_rec, C_rec):
+        for arr in (x_rec, K_rec, V_rec, C_rec, Kk_rec, Vk_rec, Ck_rec, xq_rec):
             arr[r, ~live] = np.nan
     t_div = np.where(diverged_at >= 0, diverged_at.astype(float), np.inf)
     units = {"loss": "1", "grad_norm": "1", "G0": "1", "align": "1", "S": "1"}
@@ -214,6 +234,13 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
         "C": (("t", "model", "eig"), C_rec,
               {"long_name": "C_ii = sum_k Var[Delta_ik] over single samples, eigenbasis of X; "
                             "the Ito drift of X = W W^T is T C_ii (not in eq. 4.3)"}),
+        **({"K_k": (("t", "model", "eig"), Kk_rec,
+                    {"long_name": "eigenvalues of K = -E[Delta^X], ascending (App. B)", "units": "per unit tau"}),
+            "V_k": (("t", "model", "eig", "eig2"), Vk_rec,
+                    {"long_name": "V_ij = Var[Delta^X_ij] in the eigenbasis of K (App. B)"}),
+            "C_k": (("t", "model", "eig"), Ck_rec, {"long_name": "Ito covariance C_ii in the eigenbasis of K"}),
+            "xq_k": (("t", "model", "eig"), xq_rec,
+                     {"long_name": "Rayleigh quotient u^T X u of each eigenvector u of K"})} if k_basis else {}),
         "z_var": (("model",), z_var, {"long_name": "variance of z = W2 a at t = 0 (sigma_z^2, 2.19)"}),
         "diverged": (("model",), diverged_at >= 0),
         "t_diverged": (("model",), t_div, {"units": "SGD steps", "bound": f"|W2|_F >= {params.w_max:g}"}),
