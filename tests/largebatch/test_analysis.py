@@ -78,3 +78,68 @@ def test_giant_step_simulation_matches_prediction_past_d_to_the_ell():
     assert abs(m1.mean() - th["m1"]) <= 4 * se + abs(th["m1"] - th["m1_finite_d"])
     # ... and a small batch n_b = d leaves the overlap at O(d^-1/2)
     assert experiments.giant_step_theory(d=64, mu=1.0)["m1"] < 0.2
+
+
+def test_budget_line_for_ell_3_is_where_the_cubic_drift_uses_the_budget():
+    """dm/dt = 3 gamma m^2 from m0 = d^-1/2 to eta takes (sqrt d - 1/eta) / (3 gamma) steps."""
+    d, budget, g0, eta = 128, 500, 0.04, 0.5
+    gamma = g0 * d ** -analysis.budget_delta(d, budget, g0, eta, ell=3)
+    assert (np.sqrt(d) - 1 / eta) / (3 * gamma) == pytest.approx(budget)
+
+
+def test_phase_sides_and_edges():
+    deltas = [0.0, 0.25, 0.5, 0.75]
+    ok = np.array([[False, True, True, False], [False, False, True, True]])
+    frac = np.array([[0.0, 1.0, 2 / 3, 1 / 3], [1 / 3, 0.0, 2 / 3, 1.0]])
+    s = analysis.phase_sides(frac, ok)
+    # decided: row 0 none inside (each True has a False neighbour), delta=0 is outside only if its
+    # upper neighbour agrees (it does not); row 1: delta=0 outside (edge + False above), delta=0.75
+    # inside (True below, edge above)
+    assert (s["n_inside"], s["n_outside"]) == (1, 1)
+    assert s["inside"] == 1.0 and s["outside"] == pytest.approx(1 / 3)
+    assert s["agree"] == 1.0  # every verdict (fraction >= 1/2) matches
+    lo, hi = analysis.phase_edges(ok, deltas)
+    np.testing.assert_array_equal(lo, [0.25, 0.5])
+    np.testing.assert_array_equal(hi, [0.5, 0.75])
+    off = analysis.edge_offsets(frac, ok, deltas)  # measured (>= 1/2): rows [.25, .5], [.5, .75]
+    assert off == {"lower": 0.0, "upper": 0.0}
+    off = analysis.edge_offsets(np.array([[0, 0, 0, 0], [1, 1, 1, 1.0]]), ok, deltas)
+    assert off["lower"] == np.inf  # row 0: measured nothing, theory something
+    with pytest.raises(ValueError, match="equal 2-d grids"):
+        analysis.phase_sides(frac, ok[0])
+    with pytest.raises(ValueError, match="n_delta"):
+        analysis.phase_edges(ok, deltas[:3])
+
+
+@pytest.mark.parametrize("ell, mu, variant, g0, n0", [(3, 1.0, "projected", 0.04, 4.0),
+                                                       (2, 0.5, "correlation", 0.15, 1.0),
+                                                       (2, 0.5, "spherical", 0.15, 1.0)])
+def test_finite_d_noise_boundary_tends_to_the_line_with_a_log_offset(ell, mu, variant, g0, n0):
+    """The root of the theory's one-step growth at m0 = d^-1/2 is l/2 - mu + ln(kappa)/ln d to
+    leading order (kappa from E[F^2] at m = 0): at d = 1e6 the rescaled offset is ln kappa up to
+    the next order (measured <= 0.01), and the offset itself shrinks with d."""
+    lnk = np.log(experiments.noise_kappa(ell=ell, variant=variant, gamma0=g0, n0=n0))
+    offs = {d: experiments.noise_boundary_delta(d=d, ell=ell, mu=mu, variant=variant, gamma0=g0, n0=n0)
+            - (ell / 2 - mu) for d in (128, 10 ** 6)}
+    assert offs[10 ** 6] * np.log(1e6) == pytest.approx(lnk, abs=0.02)
+    assert abs(offs[10 ** 6]) < abs(offs[128])
+    # the root is a sign change of the growth
+    dc = experiments.noise_boundary_delta(d=128, ell=ell, mu=mu, variant=variant, gamma0=g0, n0=n0)
+    kw = dict(d=128, ell=ell, mu=mu, variant=variant, gamma0=g0, n0=n0)
+    assert experiments.start_growth(delta=dc - 0.01, **kw) < 0 < experiments.start_growth(delta=dc + 0.01, **kw)
+
+
+@pytest.mark.parametrize("variant", ["correlation", "spherical"])
+@pytest.mark.parametrize("d", [128, 10 ** 4])
+def test_giant_step_boundary_is_where_a_huge_step_stops_growing_the_start(variant, d):
+    """At gamma = 0.15 d^2 the theory's step map grows m0 = d^-1/2 iff mu > mu_c (the formula)."""
+    mc = experiments.giant_boundary_mu(d=d, ell=2, variant=variant)
+    kw = dict(d=d, ell=2, delta=-2.0, variant=variant, gamma0=0.15)
+    assert experiments.start_growth(mu=mc - 0.05, **kw) < 0 < experiments.start_growth(mu=mc + 0.05, **kw)
+
+
+def test_noise_boundary_sides():
+    # correlation loss past mu = l - 1: the start grows at every delta (giant-step side)
+    assert experiments.noise_boundary_delta(d=128, ell=2, mu=1.5, variant="correlation", gamma0=0.15) == -np.inf
+    p = experiments.theory_phase_point(d=64, ell=2, mu=1.0, delta=0.0, budget=200, gamma0=0.15)
+    assert p["recovers"] and p["T"] <= 200

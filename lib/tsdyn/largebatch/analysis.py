@@ -2,7 +2,7 @@
 
 Exponent fits (:func:`fit_theta`, :func:`local_theta`), the step-budget line of the
 phase diagram (:func:`budget_delta`), the agreement of two phase diagrams
-(:func:`phase_agreement`) and the one-step overlap of a giant step
+(:func:`phase_agreement`, :func:`phase_sides`) and the one-step overlap of a giant step
 (:func:`giant_step_overlap`).
 """
 
@@ -42,15 +42,21 @@ def local_theta(ds, T, *, ell, eta):
     return np.sqrt(ds[1:] * ds[:-1]), np.diff(y) / np.diff(np.log(ds))
 
 
-def budget_delta(d, budget, gamma0, eta):
-    """Learning-rate exponent above which ell = 2 runs exceed a step budget.
+def budget_delta(d, budget, gamma0, eta, ell=2):
+    """Learning-rate exponent above which runs from m0 = d^-1/2 exceed a step budget.
 
-    From m0 = d^-1/2 the linear drift m' = m (1 + 2 gamma) (He2 target and student:
-    E[F nu] = 2 m at small m, chapter Sec. 2) reaches eta after
-    T = ln(eta sqrt d) / (2 gamma) steps; with gamma = gamma0 d^-delta, T = budget at
-    delta = ln(2 gamma0 budget / ln(eta sqrt d)) / ln d.
+    He_ell target and student: the drift alone moves the overlap by gamma l m^(l-1) per step
+    (chapter Sec. 2). For ell = 2 it is linear, m' = m (1 + 2 gamma), and reaches eta after
+    T = ln(eta sqrt d) / (2 gamma) steps; for ell >= 3, dm/dt = gamma l m^(l-1) gives
+    T = (m0^(2-l) - eta^(2-l)) / (l (l-2) gamma). With gamma = gamma0 d^-delta, T = budget at
+    delta = ln(gamma0 budget / (gamma T)) / ln d.
     """
-    return float(np.log(2 * gamma0 * budget / np.log(eta * np.sqrt(d))) / np.log(d))
+    _validate.integer("ell", ell, low=2, doc="information exponent")
+    if ell == 2:
+        gamma_T = np.log(eta * np.sqrt(d)) / 2
+    else:
+        gamma_T = (d ** ((ell - 2) / 2) - eta ** (2 - ell)) / (ell * (ell - 2))
+    return float(np.log(gamma0 * budget / gamma_T) / np.log(d))
 
 
 def phase_agreement(fraction, theory_recovers):
@@ -60,6 +66,61 @@ def phase_agreement(fraction, theory_recovers):
     if fraction.shape != theory_recovers.shape:
         raise ValueError(f"fraction {fraction.shape} and theory_recovers {theory_recovers.shape} differ in shape")
     return float(np.mean((fraction >= 0.5) == theory_recovers))
+
+
+def phase_sides(fraction, theory_recovers):
+    """Fraction of runs recovered on each side of the theory's boundary, away from it.
+
+    ``fraction`` and ``theory_recovers`` are (mu, delta) grids. A point is *decided* when the
+    theory gives the same verdict at its neighbours one grid step above and below in delta
+    (the grid's edge counts as the same verdict): the boundary is blurred at finite d over a
+    band of about ln(few) / ln d in delta (a run escapes over the unstable overlap
+    m* = m0 d^(delta_c - delta) by a fluctuation of a few times m0; the recovery time has a
+    run-to-run spread of order one at the budget line), one grid step at d ~ 100. Returns
+    ``inside`` / ``outside`` (mean fraction recovered over the decided points where the theory
+    recovers / does not; nan if none), ``n_inside``, ``n_outside`` and ``agree``
+    (:func:`phase_agreement` over all points).
+    """
+    fraction, ok = np.asarray(fraction, float), np.asarray(theory_recovers, bool)
+    if fraction.shape != ok.shape or fraction.ndim != 2:
+        raise ValueError(f"fraction {fraction.shape} and theory_recovers {ok.shape} must be equal 2-d grids")
+    below = np.concatenate([ok[:, :1], ok[:, :-1]], axis=1)
+    above = np.concatenate([ok[:, 1:], ok[:, -1:]], axis=1)
+    decided = (below == ok) & (above == ok)
+    inside, outside = fraction[decided & ok], fraction[decided & ~ok]
+    return {"inside": float(inside.mean()) if inside.size else np.nan,
+            "outside": float(outside.mean()) if outside.size else np.nan,
+            "n_inside": int(inside.size), "n_outside": int(outside.size),
+            "agree": phase_agreement(fraction, ok)}
+
+
+def phase_edges(recovers, deltas):
+    """Lower and upper edge in delta of the learning region, per mu: the smallest and the largest
+    grid delta whose verdict is "recovers" (a boolean (mu, delta) grid, e.g. fraction >= 1/2 of the
+    runs, or the theory's verdict). Returns two arrays of length n_mu, nan where nothing recovers.
+
+    The lower edge is the noise boundary (or projected SGD's locality line, where it is higher),
+    the upper one the step-budget line."""
+    ok, deltas = np.asarray(recovers, bool), np.asarray(deltas, float)
+    if ok.ndim != 2 or ok.shape[1] != deltas.size:
+        raise ValueError(f"recovers must be an (n_mu, n_delta) grid with n_delta = {deltas.size}; got {ok.shape}")
+    lo = np.array([deltas[row].min() if row.any() else np.nan for row in ok])
+    hi = np.array([deltas[row].max() if row.any() else np.nan for row in ok])
+    return lo, hi
+
+
+def edge_offsets(fraction, theory_recovers, deltas):
+    """Largest |measured edge - theory's edge| over the mu columns, for the lower and the upper
+    edge of :func:`phase_edges` (measured: fraction >= 1/2). A column where one of the two has a
+    learning region and the other none counts as inf."""
+    a = phase_edges(np.asarray(fraction, float) >= 0.5, deltas)
+    b = phase_edges(theory_recovers, deltas)
+    out = []
+    for x, y in zip(a, b):
+        one = np.isnan(x) != np.isnan(y)
+        diff = np.where(np.isnan(x) & np.isnan(y), 0.0, np.abs(x - y))
+        out.append(float(np.inf if one.any() else np.max(diff)))
+    return {"lower": out[0], "upper": out[1]}
 
 
 def giant_step_overlap(A, noise_sq):

@@ -72,3 +72,75 @@ def giant_step_theory(*, d, mu, ell=2, n0=1.0, gamma0=1e8):
     pred = float(giant_step_overlap(mom["F_nu"][0, 0], p.d / p.n_b * mom["FF"][0, 0]))
     finite = float(theory.step_map(p, M0, Q0, finite_d=True)[0][0, 0])
     return {"m1": pred, "m1_finite_d": finite, "n_b": float(p.n_b), "m0": float(p.m0)}
+
+
+def theory_phase_point(*, seed=None, d, ell, mu, delta, budget, variant="projected", gamma0=0.1, n0=1.0,
+                       eta=0.5):
+    """The theory's verdict at one (mu, delta) point of a phase diagram: whether the deterministic
+    finite-d dynamics from m0 = d^-1/2 reach eta within ``budget`` steps, and their time T (inf if
+    not within the budget). ``seed`` is ignored (the theory draws nothing); it is there so that
+    :func:`tsdyn.sweep.run` can spread the grid over workers."""
+    T = theory_recovery_time(d=d, ell=ell, mu=mu, delta=delta, variant=variant, gamma0=gamma0, n0=n0, eta=eta,
+                             max_steps=int(budget))
+    return {"T": T, "recovers": bool(T <= budget)}
+
+
+def start_growth(*, d, ell, mu, delta, variant="projected", gamma0=0.1, n0=1.0):
+    """m'/m0 - 1: the relative change of the typical start m0 = d^-1/2 in one step of the theory's
+    finite-d step map (positive: the drift beats the noise at the start)."""
+    import numpy as np
+    p = scaling_params(d=d, ell=ell, mu=mu, delta=delta, variant=variant, gamma0=gamma0, n0=n0)
+    M, _ = theory.step_map(p, np.array([[p.m0]]), np.eye(1))
+    return float(M[0, 0] / p.m0 - 1.0)
+
+
+def noise_boundary_delta(*, d, ell, mu, variant="projected", gamma0=0.1, n0=1.0, width=1.0, tol=1e-4):
+    """The noise boundary at finite d, from the theory alone: the learning-rate exponent delta at
+    which one step of the finite-d step map neither grows nor shrinks the typical start m0 = d^-1/2
+    (:func:`start_growth` = 0), by bisection on [lo, hi]. Above it the drift wins.
+
+    To leading order the map moves m0 by gamma l m0^(l-1) - gamma^2 (d / n_b) E[F^2] m0 / 2 (He_l
+    target and student, E[F^2] at m = 0), so the root is delta_c = l/2 - mu + ln(kappa) / ln d with
+    kappa = gamma0 E[F^2] / (2 l n0): the asymptotic line plus an offset that falls like 1/ln d
+    (chapter, Sec. 5). Returns -inf if the start grows at every delta in [lo, hi] (the giant-step
+    side, mu > l - 1, of the correlation loss and spherical SGD) and nan if it grows at none.
+    """
+    lo, hi = ell / 2 - mu - width, ell / 2 - mu + width
+    def g(de):
+        return start_growth(d=d, ell=ell, mu=mu, delta=de, variant=variant, gamma0=gamma0, n0=n0)
+
+    g_lo, g_hi = g(lo), g(hi)
+    if g_hi <= 0:
+        return float("nan")
+    if g_lo > 0:
+        return float("-inf")
+    while hi - lo > tol:
+        mid = 0.5 * (lo + hi)
+        if g(mid) > 0:
+            hi = mid
+        else:
+            lo = mid
+    return 0.5 * (lo + hi)
+
+
+def noise_kappa(*, ell, variant="projected", gamma0=0.1, n0=1.0):
+    """kappa = gamma0 E[F^2] / (2 l n0), with E[F^2] at m = 0 from the theory's quadrature: the
+    prefactor of the noise condition, whose log over ln d is the finite-d offset of the noise
+    boundary from delta = l/2 - mu (:func:`noise_boundary_delta`)."""
+    import numpy as np
+    p = scaling_params(d=64, ell=ell, mu=0.0, delta=0.0, variant=variant, gamma0=gamma0, n0=n0)
+    FF = theory.moments(p, np.zeros((1, 1)), np.eye(1))["FF"][0, 0]
+    return float(gamma0 * FF / (2 * ell * n0))
+
+
+def giant_boundary_mu(*, d, ell, variant="correlation", n0=1.0):
+    """Batch exponent above which a very large step (gamma^2 (d / n_b) E[F^2] >> 1) still grows the
+    typical start m0 = d^-1/2, for the correlation loss and spherical SGD (no O(1) radial part).
+
+    Such a step sends w to the direction of g, so m' ~ A / sqrt((d / n_b) E[F^2]) with
+    A ~ l m0^(l-1) (He_l target and student); m' > m0 iff
+    mu > l - 1 + ln(E[F^2] / (n0 l^2)) / ln d (chapter, Sec. 5), with E[F^2] at m = 0 from the
+    theory's quadrature."""
+    import numpy as np
+    kappa = noise_kappa(ell=ell, variant=variant, gamma0=1.0, n0=1.0)  # E[F^2] / (2 l)
+    return float(ell - 1 + np.log(2 * ell * kappa / (n0 * ell ** 2)) / np.log(d))
