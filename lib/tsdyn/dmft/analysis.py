@@ -129,3 +129,18 @@ def solve_seeds(params, t_max, *, seeds, **solve_kw):
     sols = [solve(params, t_max, seed=s, **solve_kw) for s in range(seeds)]
     stack = xr.concat([s[list(VARIABLES)] for s in sols], dim="seed")
     return stack.mean("seed"), stack.std("seed", ddof=1) / np.sqrt(seeds), sols
+
+
+def window_means(runs, var, t_from):
+    """Each run's time average of ``var`` over t >= ``t_from`` (one number per run).
+
+    A late-time plateau is a single number per run: its points are strongly correlated in
+    time, so its error bar must come from the spread of these run averages over
+    independent runs, not from the per-time error bars. Returns an array (len(runs),).
+    """
+    _validate.real("t_from", t_from, low=0.0, doc="start of the time window")
+    out = np.array([float(r[var].sel(t=slice(t_from, None)).mean()) for r in runs])
+    if not np.all(np.isfinite(out)):
+        raise ValueError(f"t_from (start of the time window) {t_from!r} leaves no finite "
+                         f"values of {var!r} in some run")
+    return out

@@ -133,4 +133,7 @@ def train_energy(params, mean_loss, C_diag):
     """The talk's normalisation of the training loss: the total loss divided by d,
     [sum_mu l_mu + lam |w|^2/2]/d = alpha <l> + lam C(t,t)/2 (the talk's e(t) at lam = 0).
     ``mean_loss`` is the mean per-sample loss (``train_loss``)."""
-    return params.alpha * np.asarray(mean_loss) + 0.5 * params.lam * np.asarray(C_diag)
+    out = params.alpha * np.asarray(mean_loss, float)
+    if params.lam != 0.0:  # (lam = 0: no 0 * inf after a divergence)
+        out = out + 0.5 * params.lam * np.asarray(C_diag, float)
+    return out
