@@ -176,3 +176,34 @@ def test_unknown_spacing_raises():
         theory.dynamics(p, 5, spacing="quadratic")
     with pytest.raises(ValueError, match="spacing must be one of"):
         lb.simulate(p, 5, seed=0, spacing="quadratic")
+
+
+@pytest.mark.parametrize("m", [0.0, 0.3, -0.7, 0.95])
+def test_polar_rule_at_relu_kinks_against_arc_cosine_closed_forms(m):
+    """r = 2 with kinks: the polar rule split at the kink lines. Correlation loss, ReLU target
+    and student: F = relu(nu) 1{lambda > 0}, so E[F lambda] = E[relu(u) relu(v)] =
+    (sin t + (pi - t) cos t) / (2 pi) and E[F nu] = E[v^2 1{u>0} 1{v>0}] = (pi - t + sin t cos t) / (2 pi),
+    cos t = m (arc-cosine kernels). Tolerance 1e-12: rounding over ~1e4 nodes (the rule's own
+    error is below it: doubling the nodes changes every moment by < 1e-13)."""
+    p = lb.Params(d=100, target="relu", activation="relu", loss="correlation")
+    mom = theory.moments(p, np.array([[m]]), np.eye(1))
+    t = np.arccos(m)
+    assert mom["r"] == 2
+    assert mom["F_lam"][0, 0] == pytest.approx((np.sin(t) + (np.pi - t) * np.cos(t)) / (2 * np.pi), abs=1e-12)
+    assert mom["F_nu"][0, 0] == pytest.approx((np.pi - t + np.sin(t) * np.cos(t)) / (2 * np.pi), abs=1e-12)
+
+
+@pytest.mark.parametrize("target", ["abs", "sign", "relu"])
+def test_polar_rule_converged(target, monkeypatch):
+    """Square loss, ReLU student, kinked target, label noise, every moment (F^6 included):
+    doubling the radial and angular nodes changes nothing above 1e-12 (relative)."""
+    p = lb.Params(d=100, target=target, activation="relu", loss="square", noise=0.3)
+
+    def flat(mom):
+        parts = [np.ravel(v) for k, v in mom.items() if k not in ("r", "jensen")]
+        return np.concatenate(parts + [np.ravel(v) for v in mom["jensen"].values()])
+    a = flat(theory.moments(p, np.array([[0.37]]), np.eye(1)))
+    monkeypatch.setattr(theory, "_POLAR_RADIAL", 2 * theory._POLAR_RADIAL)
+    monkeypatch.setattr(theory, "_POLAR_ANGULAR", 2 * theory._POLAR_ANGULAR)
+    b = flat(theory.moments(p, np.array([[0.37]]), np.eye(1)))
+    np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
