@@ -41,28 +41,43 @@ def residual_factors(lam, nu, xi_b, act, tgt, loss, sqrt_noise, F):
 
 
 @njit_reduce
-def accumulate_full(W, Wstar, Z, xi, act, tgt, loss, sqrt_noise, G):
-    """G (p, d) += sum over the rows z of Z of F(z) z (Arnaboldi et al., "Setting", g_j)."""
-    p, d = W.shape
-    k = Wstar.shape[0]
+def accumulate(Wl, Wn, Z, n_cols, xi, act, tgt, loss, sqrt_noise, G, C):
+    """The batch sums of one step, shared by both samplers (Arnaboldi et al., "Setting", g_j).
+
+    For each row z of Z (its first ``n_cols`` entries) the fields are lambda = Wl z and
+    nu = Wn z, the factors F = :func:`residual_factors`, and G (p, >= n_cols) += F z;
+    C (p, p) += F F^T unless C is empty. Full sampler: Wl = W, Wn = W*, z in R^d. Reduced
+    sampler: Wl, Wn = the coordinates of W, W* in the basis of S, z = zeta in R^r.
+    """
+    p, k = Wl.shape[0], Wn.shape[0]
     lam, nu, F = np.empty(p), np.empty(k), np.empty(p)
+    with_C = C.shape[0] > 0
     for b in range(Z.shape[0]):
         z = Z[b]
         for j in range(p):
             acc = 0.0
-            for i in range(d):
-                acc += W[j, i] * z[i]
+            for i in range(n_cols):
+                acc += Wl[j, i] * z[i]
             lam[j] = acc
         for r in range(k):
             acc = 0.0
-            for i in range(d):
-                acc += Wstar[r, i] * z[i]
+            for i in range(n_cols):
+                acc += Wn[r, i] * z[i]
             nu[r] = acc
         residual_factors(lam, nu, xi[b], act, tgt, loss, sqrt_noise, F)
         for j in range(p):
             c = F[j]
-            for i in range(d):
+            for i in range(n_cols):
                 G[j, i] += c * z[i]
+            if with_C:
+                for m in range(p):
+                    C[j, m] += c * F[m]
+
+
+@njit
+def accumulate_full(W, Wstar, Z, xi, act, tgt, loss, sqrt_noise, G):
+    """G (p, d) += sum over the rows z of Z of F(z) z."""
+    accumulate(W, Wstar, Z, Z.shape[1], xi, act, tgt, loss, sqrt_noise, G, np.empty((0, 0)))
 
 
 @njit_reduce
@@ -159,31 +174,13 @@ def basis(Wstar, W, U, L):
     return r
 
 
-@njit_reduce
+@njit
 def accumulate_reduced(Wstar, W, L, r, zeta, xi, act, tgt, loss, sqrt_noise, Gpar, C):
     """Gpar (p, k + p) += sum_b F^b zeta^b and C (p, p) += sum_b F^b F^b^T over the rows of zeta,
-    the coordinates of the inputs in the basis of S (see :func:`reduced_steps`)."""
-    p = W.shape[0]
+    the coordinates of the inputs in the basis of S (see :func:`reduced_steps`); L's rows are
+    the coordinates of [W*; W]."""
     k = Wstar.shape[0]
-    lam, nu, F = np.empty(p), np.empty(k), np.empty(p)
-    for b in range(zeta.shape[0]):
-        z = zeta[b]
-        for a in range(k):
-            acc = 0.0
-            for c in range(r):
-                acc += L[a, c] * z[c]
-            nu[a] = acc
-        for j in range(p):
-            acc = 0.0
-            for c in range(r):
-                acc += L[k + j, c] * z[c]
-            lam[j] = acc
-        residual_factors(lam, nu, xi[b], act, tgt, loss, sqrt_noise, F)
-        for j in range(p):
-            for c in range(r):
-                Gpar[j, c] += F[j] * z[c]
-            for m in range(p):
-                C[j, m] += F[j] * F[m]
+    accumulate(L[k:], L[:k], zeta, r, xi, act, tgt, loss, sqrt_noise, Gpar, C)
 
 
 @njit_reduce
