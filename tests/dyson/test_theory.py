@@ -312,3 +312,54 @@ def test_dyson_bad_input():
     with pytest.raises(ValueError, match=r"seed must be a non-negative integer or a numpy SeedSequence; got -1"):
         th.dyson_sde(np.array([[0.0, 1.0]]), [0.0, 1.0], K=np.zeros((1, 2)), V=np.ones((1, 2, 2)), T=1.0, dt=0.1,
                      seed=-1)
+
+
+@pytest.mark.parametrize("c, check_var", [(0.75, True), (0.25, False)])
+def test_dyson_wishart_levels_are_squared_bessel_processes(c, check_var):
+    """Without Coulomb coupling and drift, dx = T c dtau + sqrt(T v x) dW: a squared Bessel process of
+    dimension 4c/v in units of T v / 4. E[x] = x0 + T c tau and Var[x] = T v x0 tau + T^2 v c tau^2 / 2
+    (from d(x^2) = (2 x T c + T v x) dtau + noise). c = v/4 (dimension 1) hits 0 and must reflect
+    there, staying >= 0, with the same mean."""
+    P, T, v = 20_000, 0.5, 1.0
+    tau = np.array([0.0, 0.5, 1.0])
+    x0 = np.tile([0.2, 50.0], (P, 1))  # the upper level never comes near the lower one
+    n = len(tau)
+    x_ref = np.broadcast_to(x0[:, None, :], (P, n, 2))
+    V = np.zeros((P, n, 2, 2))
+    V[..., 0, 0], V[..., 1, 1] = v * x_ref[..., 0], v * x_ref[..., 1]
+    r = th.dyson_sde_wishart(x0, tau, x_ref=x_ref, K=np.zeros((P, n, 2)), V=V, C=np.full((P, n, 2), c), T=T,
+                             dt=0.005, seed=3)
+    x = r.x.values[..., 0]  # (tau, path), the lower level
+    assert np.all(x >= 0)
+    mean, var = 0.2 + T * c * tau, T * v * 0.2 * tau + T ** 2 * v * c * tau ** 2 / 2
+    # 4 standard errors of the mean, plus an O(dt) weak bias (0.01)
+    assert np.all(np.abs(x.mean(axis=1) - mean) <= 4 * np.sqrt(var / P) + 0.01)
+    if check_var:  # variance: 4 standard errors (sd of the sample variance ~ var sqrt(2/P) for near-Gaussian
+        # fluctuations, doubled for the skewness of the Bessel law) plus the O(dt) bias
+        assert np.all(np.abs(x.var(axis=1) - var) <= 4 * 2 * var * np.sqrt(2 / P) + 0.01)
+
+
+def test_dyson_wishart_bad_input():
+    ok = dict(x_ref=np.ones((1, 2, 2)), K=np.zeros((1, 2, 2)), V=np.ones((1, 2, 2, 2)), C=np.zeros((1, 2, 2)),
+              T=1.0, dt=0.1, seed=0)
+    with pytest.raises(ValueError, match="x0 must have shape .* positive, strictly ascending"):
+        th.dyson_sde_wishart(np.array([[0.0, 1.0]]), [0.0, 1.0], **ok)
+    with pytest.raises(ValueError, match=r"C must be finite with shape \(1, 2, 2\)"):
+        th.dyson_sde_wishart(np.array([[0.5, 1.0]]), [0.0, 1.0], **{**ok, "C": np.zeros(3)})
+
+
+def test_dyson_wishart_near_collision_does_not_throw_a_level_away():
+    """Two levels 1e-8 apart repel with T V / gap = 1e8: an explicit step of 0.01 would move one
+    by 1e6. The pair step keeps them at their exact separation u with u^2 = u0^2 + 4 T V_12 tau
+    (0.63 at tau = 0.1; noise and drifts off), within 0.05: the third level's weak Coulomb push
+    and the step's O(h) error."""
+    P, n = 50, 2
+    x0 = np.tile([1.0, 1.0 + 1e-8, 3.0], (P, 1))
+    x_ref = np.broadcast_to(x0[:, None, :], (P, n, 3))
+    V = np.zeros((P, n, 3, 3))
+    V[..., 0, 1] = V[..., 1, 0] = 1.0
+    r = th.dyson_sde_wishart(x0, [0.0, 0.1], x_ref=x_ref, K=np.zeros((P, n, 3)), V=V, C=np.zeros((P, n, 3)),
+                             T=1.0, dt=0.01, seed=0)
+    x = r.x.values[-1]
+    assert np.all(x < 3.5) and np.all(np.abs(x[:, 1] - x[:, 0] - np.sqrt(0.4)) < 0.05)
+    assert r.attrs["strong_error"] < 0.05

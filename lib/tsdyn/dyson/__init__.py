@@ -9,7 +9,8 @@ phase boundaries) share only :class:`Params`.
 from .analysis import (clopper_pearson, coulomb_ratio, crossing, drift_balance, fraction_crossing, halfway_crossing, lambda_bar, log_gap, mean_spacing_ratio,
                        paired_ks, paired_z, spacing_coefficients, spacing_ratios, summary, total_variation,
                        unfolded_spacings, wishart_spacing_ratio)
-from .experiments import CRITERIA, criterion_vs_steps, linear_scaling, phase_diagram, phase_point, spacing_sde
+from .experiments import (CRITERIA, criterion_vs_steps, dyson_levels_sde, linear_scaling, phase_diagram,
+                          phase_point, spacing_sde)
 from .params import PAPER_LAYERS, Params
 from .simulate import initial_features, networks, record_steps, train_ensemble
 from .theory import (
@@ -19,6 +20,7 @@ from .theory import (
     convergence_lhs,
     converged,
     dyson_sde,
+    dyson_sde_wishart,
     feature_density,
     feature_density_mixture,
     feature_peaks,
@@ -45,6 +47,6 @@ __all__ = [
     "fraction_crossing", "drift_balance", "coulomb_ratio",
     "marchenko_pastur", "marchenko_pastur_edges", "marchenko_pastur_cdf", "initial_spacing_bound",
     "feature_density", "feature_density_mixture", "feature_potential", "feature_peaks", "SIGMA_C2",
-    "first_layer_q", "sigma_z2", "jamming_boundary", "level_spacing_sde", "dyson_sde", "level_spacing_stationary",
+    "first_layer_q", "sigma_z2", "jamming_boundary", "level_spacing_sde", "dyson_sde", "dyson_sde_wishart", "dyson_levels_sde", "level_spacing_stationary",
     "convergence_lhs", "converged", "wigner_surmise", "wigner_cdf",
 ]

@@ -115,3 +115,20 @@ def spacing_sde(ds, *, paths=16, ito=True, basis="x", noise=True, seed, n_steps=
     return theory.level_spacing_sde(np.repeat(ds.S.values[0], paths), tau, **kw, T=float(ds.attrs["T"]),
                                     dt=tau[-1] / n_steps, min_substeps=min_substeps, interpolate="linear",
                                     seed=seed)
+
+
+def dyson_levels_sde(ds, *, paths=4, seed, n_steps=20000, min_substeps=200):
+    """The full Dyson equation (4.3) with the Ito drift, driven by each model's recorded moments.
+
+    ``ds``: a :func:`train_ensemble` Dataset with moments at every recording time. Each model
+    m gets ``paths`` paths of :func:`theory.dyson_sde_wishart` from its own x(0), with its K, V,
+    C and levels x (eigenbasis of X) interpolated linearly in tau. Path p is model p // paths.
+    """
+    def rep(a):
+        return np.repeat(np.moveaxis(a, 0, 1), paths, axis=0)  # (t, model, ...) -> (path, t, ...)
+
+    tau = ds.tau.values
+    return theory.dyson_sde_wishart(np.repeat(ds.x.values[0], paths, axis=0), tau, x_ref=rep(ds.x.values),
+                                    K=rep(ds.K.values), V=rep(ds.V.values), C=rep(ds.C.values),
+                                    T=float(ds.attrs["T"]), dt=tau[-1] / n_steps, min_substeps=min_substeps,
+                                    seed=seed)

@@ -59,6 +59,9 @@ class Params:
     @classmethod
     def from_temperature(cls, T, inv_sigma_w, batch=4, **kw):
         """Parameters at temperature T = eps / batch and disorder 1 / sigma_w."""
+        # T, 1/sigma_w and batch enter eps and sigma_w before the constructor sees them: checked here
+        # so that a bad value is reported under its own name (batch = 0 would otherwise surface as
+        # "eps must be > 0"); every other field is checked once, in __post_init__.
         _validate.real("T", T, low=0.0, low_open=True, doc="temperature eps/|B|")
         _validate.real("inv_sigma_w", inv_sigma_w, low=0.0, low_open=True, doc="disorder 1/sigma_w")
         _validate.integer("batch", batch, low=1, doc="mini-batch size |B|")

@@ -411,6 +411,81 @@ def dyson_sde(x0, tau, *, K, V, T, dt, seed, check=True, min_substeps=1):
                                     "path": np.arange(P), "eig": np.arange(N)}, attrs=attrs)
 
 
+def dyson_sde_wishart(x0, tau, *, x_ref, K, V, C, T, dt, seed, check=True, min_substeps=1):
+    """The Dyson equation (4.3) with the Ito drift, integrated in the singular values of W.
+
+        dx_i = (K_i + T C_ii + T sum_{j != i} V_ij / (x_i - x_j)) dtau + sqrt(T V_ii) dW_i,
+
+    with the diagonal coefficients following each path's own levels as the Wishart structure
+    X = W W^T dictates: in the eigenbasis of X one sample changes X by
+    Delta^X_ij = sqrt(x_i) b_i q_j + sqrt(x_j) b_j q_i, so K_i = sqrt(x_i) k_i and V_ii = x_i v_i
+    (k_i, v_i measured as K_i / sqrt(x_ref_i), V_ii / x_ref_i at the recorded levels x_ref).
+    The drift and noise of a level vanish at 0 while the Ito drift T C_ii > 0 does not, so
+    the levels stay >= 0 as those of W W^T must. Integrated in s_i = sqrt(x_i), where the
+    noise is additive (see ``_kernels.dyson_sv_em``); off-diagonal V_ij and C_ii are
+    interpolated as given.
+
+    Parameters
+    ----------
+    x0 : array (P, N)
+        Initial levels of each path (ascending, > 0).
+    tau : array (n_rec,)
+        Recording times, increasing, from 0.
+    x_ref, K, C : arrays (P, n_rec, N)
+        Levels at which the moments were measured, K_i = -E[Delta^X_ii] and the Ito
+        covariance C_ii, all in the eigenbasis of X (``train_ensemble``'s ``x``, ``K``, ``C``).
+    V : array (P, n_rec, N, N)
+        V_ij = Var[Delta^X_ij] in the same basis.
+    T, dt, seed, check, min_substeps
+        As in :func:`dyson_sde`.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``x`` (tau, path, eig) (and ``x_half`` at dt/2 when ``check``; ``attrs["strong_error"]``
+        = max over recording times of mean |x_dt - x_dt/2| / mean x_dt/2).
+    """
+    _validate.real("T", T, low=0.0, low_open=True, doc="temperature")
+    _validate.real("dt", dt, low=0.0, low_open=True, doc="time step")
+    _validate.integer("min_substeps", min_substeps, low=1, doc="steps per recording interval")
+    ss = _seeds.seed_sequence(seed)
+    tau = np.asarray(tau, float)
+    if tau.ndim != 1 or len(tau) < 2 or tau[0] != 0.0 or np.any(np.diff(tau) <= 0):
+        raise ValueError("tau must be an increasing 1-D array of recording times starting at 0")
+    x0 = np.asarray(x0, float)
+    if x0.ndim != 2 or x0.shape[1] < 2 or not np.all(np.isfinite(x0)) or np.any(x0 <= 0) \
+            or np.any(np.diff(x0, axis=1) <= 0):
+        raise ValueError("x0 must have shape (paths, N >= 2) with finite, positive, strictly ascending levels")
+    P, N = x0.shape
+    n_rec = len(tau)
+    x_ref, K, C, V = (np.asarray(a, float) for a in (x_ref, K, C, V))
+    for name, a, shape in (("x_ref", x_ref, (P, n_rec, N)), ("K", K, (P, n_rec, N)), ("C", C, (P, n_rec, N)),
+                           ("V", V, (P, n_rec, N, N))):
+        if a.shape != shape or not np.all(np.isfinite(a)):
+            raise ValueError(f"{name} must be finite with shape {shape}; got {a.shape}")
+    if np.any(x_ref <= 0) or np.any(V < 0):
+        raise ValueError("x_ref must be > 0 and V >= 0")
+    k = K / np.sqrt(x_ref)
+    v = np.diagonal(V, axis1=-2, axis2=-1) / x_ref
+    n_sub = np.maximum(min_substeps, np.ceil(np.diff(tau) / dt - 1e-9)).astype(np.int64)
+    rng = np.random.default_rng(ss)
+    xi_fine = rng.standard_normal((P, 2 * int(n_sub.sum()), N))
+    xi = np.ascontiguousarray((xi_fine[:, 0::2] + xi_fine[:, 1::2]) / math.sqrt(2.0))
+    args = (np.ascontiguousarray(k), np.ascontiguousarray(v), np.ascontiguousarray(C), np.ascontiguousarray(V),
+            float(T))
+    s0 = np.sqrt(x0)
+    x = _kernels.dyson_sv_em(s0, tau, n_sub, *args, xi, np.empty((P, n_rec, N)))
+    data = {"x": (("tau", "path", "eig"), x.transpose(1, 0, 2), {"long_name": "eigenvalues (4.3) + Ito drift"})}
+    attrs = {"T": float(T), "dt": float(dt), "tsdyn_version": __version__, "kind": "theory"}
+    if check:
+        x2 = _kernels.dyson_sv_em(s0, tau, 2 * n_sub, *args, xi_fine, np.empty((P, n_rec, N)))
+        data["x_half"] = (("tau", "path", "eig"), x2.transpose(1, 0, 2), {"long_name": "same paths at dt/2"})
+        attrs["strong_error"] = float(np.max(np.mean(np.abs(x - x2), axis=(0, 2))
+                                             / np.mean(np.abs(x2), axis=(0, 2))))
+    return xr.Dataset(data, coords={"tau": ("tau", tau, {"units": "eps x SGD steps"}),
+                                    "path": np.arange(P), "eig": np.arange(N)}, attrs=attrs)
+
+
 # ------------------------------------------------------------------ phase boundaries
 
 def convergence_lhs(T, sigma_w, n1=32, n2=16):
