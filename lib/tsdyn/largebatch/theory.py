@@ -31,18 +31,23 @@ we do not keep. ``finite_d=False`` drops the other finite-size terms as well:
 Gaussian averages are quadratures over zeta. For the polynomial activations and
 targets a tensor Gauss-Hermite rule whose number of nodes per axis is chosen from the
 degree of the integrands (:func:`_exact_nodes`) makes every moment exact to rounding.
-At a kink of sigma or h* (ReLU, |x|, sign) F jumps across a line (hyperplane) through
-the origin, lambda_j = 0 or nu_s = 0, which a tensor rule does not resolve. For r = 2
-(one student unit and one teacher direction, the chapter's case) the rule is polar and
-split at those lines (:func:`_polar_nodes`): within each angular sector the integrand
-is smooth in the angle and, along a ray, a polynomial (or smooth function) of the
-radius times rho exp(-rho^2/2), so Gauss-Legendre rules in the angle (per sector) and in
-the radius (on [0, 12]; the tail beyond is below e^-72) converge exponentially. Checked
-against the closed forms E[relu(u) relu(v)] = (sin t + (pi - t) cos t) / (2 pi) and
-E[u^2 1{u>0} 1{v>0}] = (pi - t + sin t cos t) / (2 pi), cos t the correlation (arc-cosine
-kernels): error <= 1e-12 (tests/largebatch/test_theory.py). For r >= 3 with kinks (two ReLU
-units, or several teacher directions) the tensor rule is kept, with 40 (r = 3) and
-20 (r = 4) nodes per axis: measured against 4e6-sample Monte Carlo the moments are
+At a kink of sigma or h* (ReLU, |x|, sign) F jumps across a hyperplane through the
+origin, lambda_j = 0 or nu_s = 0, which a tensor rule does not resolve. Where the kink
+normals span at most two directions and at most one other direction remains (one
+ReLU unit and one teacher direction, or two ReLU units and one smooth teacher
+direction: r <= 3), the rule is split at the
+kinks (:func:`_split_nodes`): in a rotated basis, polar coordinates on the plane of the
+normals, split into angular sectors at the kink lines (:func:`_polar_nodes`), times a
+Gauss-Hermite rule on the remaining direction. Within a sector the integrand is smooth
+in the angle and, along a ray, a polynomial (or smooth function) of the radius times
+rho exp(-rho^2/2), so Gauss-Legendre rules in the angle (per sector) and in the radius
+(on [0, 12]; the tail beyond is below e^-72) converge exponentially. Checked against the
+closed forms E[relu(u) relu(v)] = (sin t + (pi - t) cos t) / (2 pi),
+E[u^2 1{u>0} 1{v>0}] = (pi - t + sin t cos t) / (2 pi) and
+P(u > 0, v > 0) = (pi - t) / (2 pi), cos t the correlation (arc-cosine kernels): error
+<= 1e-12 (tests/largebatch/test_theory.py). Otherwise (kinks in three or more directions,
+e.g. two ReLU units and a ReLU target) the tensor rule is kept, with 40 (r = 3) and
+20 (r = 4) nodes per axis: measured against 4e6-sample Monte Carlo those moments are
 accurate to ~8e-4 (r = 3), converging roughly like n^-1/2 to n^-1 in the nodes per axis.
 Smooth non-polynomial functions (tanh, erf) use 120, 200, 40, 20 nodes for r = 1..4
 and converge spectrally. Nothing here draws random numbers or calls the simulation.
@@ -95,6 +100,38 @@ def _polar_nodes(L, rows):
     w_rho = wr * _POLAR_RMAX / 2 * rho * np.exp(-rho ** 2 / 2) / (2 * np.pi)
     zeta = np.stack([np.outer(rho, np.cos(theta)).ravel(), np.outer(rho, np.sin(theta)).ravel()], axis=1)
     return zeta, np.outer(w_rho, w_theta).ravel()
+
+
+def _split_nodes(params, L, rows):
+    """Rule for E over zeta ~ N(0, I_r) split at the kink hyperplanes L[i] . zeta = 0, or None.
+
+    The kink normals L[rows] span a subspace V of dimension q. In an orthonormal basis
+    (V, V-perp) the kinked factors depend only on the V coordinates: those get the rule
+    split at the kinks (q = 2: :func:`_polar_nodes`; q = 1: Gauss-Legendre on each half
+    line), the r - q others a Gauss-Hermite rule, exact for polynomial targets
+    (3 deg h* + 1 nodes, as :func:`_exact_nodes`) and 40 nodes otherwise. Used when
+    q <= 2 and r - q <= 1 (e.g. one ReLU unit, or two with a smooth target); None otherwise.
+    """
+    r = L.shape[1]
+    N = L[rows]
+    _, sv, Vt = np.linalg.svd(N)
+    q = int(np.sum(sv > 1e-12 * sv.max())) if sv.size and sv.max() > 0 else 0
+    if q == 0 or q > 2 or r - q > 1:
+        return None
+    B = Vt.T  # (r, r) orthonormal; its first q columns span the kink normals
+    if q == 2:
+        eta_v, w_v = _polar_nodes(N @ B[:, :2], range(len(rows)))
+    else:
+        xr, wr = np.polynomial.legendre.leggauss(_POLAR_RADIAL)
+        rho = _POLAR_RMAX * (xr + 1) / 2
+        w_rho = wr * _POLAR_RMAX / 2 * np.exp(-rho ** 2 / 2) / np.sqrt(2 * np.pi)
+        eta_v, w_v = np.concatenate([rho, -rho])[:, None], np.concatenate([w_rho, w_rho])
+    if r == q:
+        return eta_v @ B.T, w_v
+    deg_t = functions.DEGREE.get(params.target)
+    (x,), wx = gauss_hermite_grid(1, 3 * deg_t + 1 if deg_t else 40)
+    eta = np.concatenate([np.repeat(eta_v, x.size, axis=0), np.tile(x, len(eta_v))[:, None]], axis=1)
+    return eta @ B.T, np.outer(w_v, wx).ravel()
 
 
 def _quadrature(r, n):
@@ -160,8 +197,9 @@ def moments(params, M, Q, n_nodes=None):
     L = _factor(covariance(M, Q, k))
     r = L.shape[1]
     rows = _kink_rows(params)
-    if r == 2 and rows and n_nodes is None:
-        zeta, w = _polar_nodes(L, rows)
+    split = _split_nodes(params, L, rows) if rows and n_nodes is None else None
+    if split is not None:
+        zeta, w = split
     else:
         zeta, w = _nodes(r, n_nodes or _exact_nodes(params) or _NODES[r])
     u = zeta @ L.T
