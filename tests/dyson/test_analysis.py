@@ -217,3 +217,23 @@ def test_criterion_vs_steps_and_spacing_sde_layout():
     np.testing.assert_array_equal(S[:, 0], S[:, 2])
     np.testing.assert_allclose(S[0], np.repeat(ds.S.values[0], 3))
     assert not np.array_equal(S[:, 0], S[:, 3])
+
+
+def test_criterion_late_by_hand():
+    """Two late records: K_S = -1 and +0.2 (V_S = 1): instantaneously met once in two; on average
+    (K_S = -0.4) met iff T/S_max(0) <= 0.4."""
+    import xarray as xr
+    N = 3
+    V = np.zeros((2, 1, N, N))
+    V[..., 0, 2] = V[..., 2, 0] = 1.0  # V_S = 2 V_N1/(N-1)^2 + (V_{N,N-1} + V_{1,2})/(N-1) = 0.5
+    K = np.zeros((2, 1, N))
+    K[0, 0, -1], K[1, 0, -1] = -1.0, 0.2  # K_S = (K_N - K_1)/(N - 1) = -0.5, 0.1
+    ds = xr.Dataset({"K": (("t", "model", "eig"), K), "V": (("t", "model", "eig", "eig2"), V)},
+                    coords={"t": [1.0, 2.0], "model": [0]},
+                    attrs={"T": 1.0, "sigma_w": 1.0, "layers": "[3, 4, 3, 1]"})
+    c = dyson.spacing_coefficients(ds)
+    np.testing.assert_allclose(c.K_S.values[:, 0], [-0.5, 0.1])
+    np.testing.assert_allclose(c.V_S.values[:, 0], [0.5, 0.5])
+    # -K_S/V_S: 1.0 and -0.2 per record, 0.4 on average; LHS = (n2-1)/(4 sqrt(3/4)) T/sigma_w^2 = 0.577
+    r = dyson.criterion_late(ds, since=0.0)
+    assert r.instant.item() == 0.5 and not r.averaged.item()

@@ -49,6 +49,8 @@ def test_chapter_agreement_figures(glued):
     # |K_S|, against K_S's own sign changes), and S has widened beyond its start (factor > 2)
     assert abs(g["drift_balance_ordered"]) < 0.3
     assert g["spread_growth_ordered"] > 2
+    # Nor late-window or time-averaged readings in the basis of X (the text's claim)
+    assert g["crit_late_instant_x"] < 0.68 and g["crit_late_averaged_x"] < 0.68
     # No trend towards the 68% level with 10x longer training in the basis of X (the text's claim)
     assert g["crit_steps_max_x"] < 0.68 and g["crit_steps_x_last"] < 0.68
     # The loss transition at 1/sigma_w = 8 lies at T ~ 1 (paper: "at T ~ 1"), within a factor 4,

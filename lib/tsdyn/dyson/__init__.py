@@ -6,7 +6,7 @@ PRE 111, 015303 (2025). Simulation (:func:`train_ensemble`) and theory
 phase boundaries) share only :class:`Params`.
 """
 
-from .analysis import (clopper_pearson, coulomb_ratio, crossing, drift_balance, fraction_crossing, halfway_crossing, lambda_bar, log_gap, mean_spacing_ratio,
+from .analysis import (clopper_pearson, coulomb_ratio, criterion_late, crossing, drift_balance, fraction_crossing, halfway_crossing, lambda_bar, log_gap, mean_spacing_ratio,
                        paired_ks, paired_z, spacing_coefficients, spacing_ratios, summary, total_variation,
                        unfolded_spacings, wishart_spacing_ratio)
 from .experiments import (CRITERIA, criterion_vs_steps, dyson_levels_sde, linear_scaling, phase_diagram,
@@ -44,7 +44,7 @@ __all__ = [
     "total_variation", "clopper_pearson", "log_gap", "paired_z", "paired_ks", "spacing_ratios",
     "mean_spacing_ratio", "wishart_spacing_ratio", "MEAN_R_GOE", "MEAN_R_POISSON",
     "phase_point", "phase_diagram", "linear_scaling", "criterion_vs_steps", "CRITERIA", "spacing_sde",
-    "fraction_crossing", "drift_balance", "coulomb_ratio",
+    "fraction_crossing", "drift_balance", "coulomb_ratio", "criterion_late",
     "marchenko_pastur", "marchenko_pastur_edges", "marchenko_pastur_cdf", "initial_spacing_bound",
     "feature_density", "feature_density_mixture", "feature_potential", "feature_peaks", "SIGMA_C2",
     "first_layer_q", "sigma_z2", "jamming_boundary", "level_spacing_sde", "dyson_sde", "dyson_sde_wishart", "dyson_levels_sde", "level_spacing_stationary",

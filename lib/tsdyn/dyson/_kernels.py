@@ -268,7 +268,7 @@ def dyson_sv_em(s0, tau_grid, n_sub, k, v, c, Voff, T, xi, out):
     g_i apart (g_i: distance to the nearest level), (sqrt(g_i^2 + 4 g_i |d_i|) - g_i)/2, which
     equals |d_i| to first order in h and stays of order sqrt(T V h) when the explicit step
     would throw a level far past its neighbour (explicit Euler does: at the narrow initial
-    spectrum a single near-collision sent a level up a thousandfold). Levels are re-sorted
+    spectrum a single near-collision sent a level up by orders of magnitude). Levels are re-sorted
     after each step.
 
     s0 (P, N) ascending; tau_grid (n_rec,); n_sub (n_rec - 1,) steps per interval; k, v, c

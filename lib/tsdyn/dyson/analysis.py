@@ -63,7 +63,7 @@ def spacing_coefficients(ds, *, ito=False, basis="x"):
     if basis not in BASES:
         raise ValueError(f"basis must be one of {BASES}; got {basis!r}")
     if basis == "x":
-        K, V, C = ds.K.values, ds.V.values, ds.C.values
+        K, V, C = ds.K.values, ds.V.values, (ds.C.values if ito else None)
     else:
         K, V, C = _k_basis_moments(ds, "x" if basis == "k" else "descending")
     extra = dict(C=C, T=float(ds.attrs["T"])) if ito else {}
@@ -226,6 +226,23 @@ def drift_balance(ds, *, since=0.5):
     return xr.Dataset({"K_S": c.K_S.mean("t"), "coulomb": coulomb,
                        "balance": (c.K_S.mean("t") + coulomb) / abs(c.K_S).mean("t"),
                        "snr": -c.K_S.mean("t") / c.V_S.mean("t"), "T_over_S": (T / S).mean("t")})
+
+
+def criterion_late(ds, *, since=0.5, basis="x"):
+    """Criterion (4.15) read late in a run in two ways, per model: at every record with
+    t >= ``since`` t_f, and once with K_S, V_S averaged over those records.
+
+    Returns a Dataset over ``model``: ``instant`` (fraction of that model's late records that
+    satisfy it) and ``averaged`` (bool: T/S_max(0) <= -<K_S>/<V_S>). K_S without the Ito drift,
+    as the paper's criterion; ``basis`` as in :func:`spacing_coefficients`.
+    """
+    _validate.real("since", since, low=0.0, high=1.0, high_open=True, doc="fraction of the run")
+    T, sigma_w = float(ds.attrs["T"]), float(ds.attrs["sigma_w"])
+    n1, n2 = json.loads(ds.attrs["layers"])[1], ds.sizes["eig"]
+    c = spacing_coefficients(ds, basis=basis).sel(t=ds.t >= since * float(ds.t[-1]))
+    inst = theory.converged(T, sigma_w, c.K_S.values, c.V_S.values, n1=n1, n2=n2).mean(axis=0)
+    avg = theory.converged(T, sigma_w, c.K_S.mean("t").values, c.V_S.mean("t").values, n1=n1, n2=n2)
+    return xr.Dataset({"instant": ("model", inst), "averaged": ("model", avg)}, coords={"model": ds.model})
 
 
 def coulomb_ratio(ds):
