@@ -9,6 +9,9 @@ gradient moments, for the level-spacing equation) and never look at a trained ne
   paper's architecture, and the jamming boundary sigma_z^2 = 1/2 in 1/sigma_w;
 - the one-particle level-spacing equation (4.8): its coefficients (B.7, B.9), an
   Euler-Maruyama integrator and its exact stationary law;
+- the Dyson equation (4.3) of all levels: as written (``dyson_sde``) and with the Ito drift
+  and Wishart-consistent coefficients, integrated in the singular values
+  (``dyson_sde_wishart``, levels >= 0 by construction);
 - the convergence criterion (4.15);
 - the Wigner surmise (beta = 1) for level-spacing distributions.
 """
