@@ -3,7 +3,8 @@
 Everything is a ratio or a slope measured in one run (the machine is shared and noisy);
 each timing is the best of interleaved repeats. BLAS is pinned to one thread so that
 the NumPy baseline is not slowed down (or sped up) by threads fighting over the cores;
-the numba kernels are serial too.
+the numba iteration is serial (solve's default), and is also timed with its sample groups
+on numba's threads (solve(threads=...), NUMBA_NUM_THREADS).
 
 1. One fixed-point iteration of :func:`tsdyn.dmft.solve` (draw the effective samples,
    noise from the Cholesky factor of M_C, integrate the process, accumulate the kernels,
@@ -19,7 +20,8 @@ the numba kernels are serial too.
    O(b n_t^3 n_resp)).
 4. Peak memory of a whole solve (tracemalloc: NumPy arrays, including the chunk
    buffers handed to the kernels) over 8 n_t^2 bytes, for n_t = 51..401 and for
-   n_samples = 500 and 4000: O(n_t^2 + chunk n_t), independent of n_samples.
+   n_samples = 500 and 4000: O(GROUPS (n_t^2 + chunk n_t) + n_resp n_t), independent of
+   n_samples.
 5. The chapter's two-cluster solve against one finite-d simulation of the same curve.
 """
 
@@ -33,6 +35,7 @@ import sys  # noqa: E402
 import time  # noqa: E402
 import tracemalloc  # noqa: E402
 
+import numba  # noqa: E402
 import numpy as np  # noqa: E402
 
 import tsdyn.dmft.solve  # noqa: E402,F401
@@ -53,17 +56,18 @@ def converged_kernels(n_t, n_samples):
     return ds.m.values, ds.lamhat.values, ds.M_C.values, np.nan_to_num(ds.M_R.values)
 
 
-def numba_iteration(N, n_t, kern, n_resp, keys, work=None):
+def numba_iteration(N, n_t, kern, n_resp, keys, work=None, kernel=None):
     """One iteration as :func:`tsdyn.dmft.solve` runs it (without the loss value)."""
     m, lamhat, MC, MR = kern
     loss, model = codes(P)
     p01, p10 = P.switch_probabilities(P.eta)
     work = _kernels.workspace(n_t, solve_mod.CHUNK, solve_mod.RESP_CHUNK) if work is None else work
+    kernel = _kernels.iteration if kernel is None else kernel
     MC_sum, resp = np.empty((n_t, n_t)), np.empty((n_t, n_t))
     sums = [np.empty(n_t) for _ in range(5)]  # l2, loss, acc, proj, r2
     Lc = _kernels.cholesky_shifted(MC, 1e-10)
-    _kernels.iteration(keys, N, n_resp, work, model, loss, P.rho, P.L, P.Delta, P.R0, P.b, p01,
-                       p10, P.lam, P.eta, Lc, m, lamhat, MR, False, MC_sum, *sums, resp)
+    kernel(keys, N, n_resp, work, model, loss, P.rho, P.L, P.Delta, P.R0, P.b, p01,
+           p10, P.lam, P.eta, Lc, m, lamhat, MR, False, MC_sum, *sums, resp)
     return dict(proj=sums[3], MC=np.tril(MC_sum), resp=resp, l2=sums[0], acc=sums[2], r2=sums[4])
 
 
@@ -125,15 +129,22 @@ def compare(n_t, N, n_resp, what):
     b = numpy_iteration(data, kern, n_resp)
     agree = max(np.max(np.abs(a[k] - b[k])) / max(np.max(np.abs(b[k])), 1e-300) for k in a)
     rng = np.random.default_rng(1)
-    t_nb, t_np, t_all, t_floor = best_of([lambda: numba_iteration(N, n_t, kern, n_resp, keys, work),
-                                          lambda: numpy_iteration(data, kern, n_resp),
-                                          lambda: numpy_iteration(data, kern, n_resp, False),
-                                          lambda: rng.standard_normal((N, n_t))],
-                                         repeats=REPEATS if N * n_t < 10 ** 6 else 2)
+    threads = numba.get_num_threads()
+    numba_iteration(N, n_t, kern, n_resp, keys, work, _kernels.iteration_threads)  # compile
+    t_nb, t_thr, t_np, t_all, t_floor = best_of(
+        [lambda: numba_iteration(N, n_t, kern, n_resp, keys, work),
+         lambda: numba_iteration(N, n_t, kern, n_resp, keys, work, _kernels.iteration_threads),
+         lambda: numpy_iteration(data, kern, n_resp),
+         lambda: numpy_iteration(data, kern, n_resp, False),
+         lambda: rng.standard_normal((N, n_t))],
+        repeats=REPEATS if N * n_t < 10 ** 6 else 2)
     print(f"one iteration, {what}: n_t={n_t}, n_samples={N}, n_resp={n_resp} "
           f"(numba and NumPy agree to {agree:.1e} relative)")
-    print(f"  numba vs plain NumPy: {t_np / t_nb:6.1f}x faster (target >= 10x); vs the earlier "
-          f"baseline propagating all n_resp samples: {t_all / t_nb:5.1f}x")
+    print(f"  numba (serial, {_kernels.GROUPS} sample groups) vs plain NumPy (one BLAS thread): "
+          f"{t_np / t_nb:6.1f}x faster (target >= 10x); the groups on {threads} threads: "
+          f"{t_np / t_thr:5.1f}x (threads gain {t_nb / t_thr:.2f}x on this machine's {os.cpu_count()} "
+          f"cores, shared with whatever else runs); vs the earlier baseline propagating all "
+          f"n_resp samples: {t_all / t_nb:5.1f}x")
     print(f"  numba over the floor (drawing the normals with NumPy): {t_nb / t_floor:6.1f}x")
 
 
@@ -181,7 +192,7 @@ def main():
             dmft.solve(P, (n_t - 1) * P.eta, n_samples=n, n_resp=50, tol=1e-2)
             peaks.append(tracemalloc.get_traced_memory()[1])
             tracemalloc.stop()
-        work = sum(a.nbytes for a in _kernels.workspace(n_t, solve_mod.CHUNK, 50))
+        work = sum(a.nbytes for a in _kernels.workspace(n_t, solve_mod.CHUNK, 50, 50))
         unit = 8 * n_t ** 2
         print(f"  n_t={n_t}: {peaks[0] / unit:6.1f} | {peaks[1] / unit:6.1f};   without the chunk "
               f"buffers: {(peaks[0] - work) / unit:5.1f} | {(peaks[1] - work) / unit:5.1f}")

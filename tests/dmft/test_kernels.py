@@ -58,14 +58,15 @@ def _kernels_for(n_t, rng):
     return m, lamhat, MC, MR
 
 
-def _numba(params, keys, N, n_resp, kern, dt, chunk, resp_chunk, want_loss=False):
+def _numba(params, keys, N, n_resp, kern, dt, chunk, resp_chunk, want_loss=False, groups=None,
+           kernel=_kernels.iteration):
     n_t = len(kern[0])
     loss, model = codes(params)
     p01, p10 = params.switch_probabilities(dt)
     out = dict(MC=np.empty((n_t, n_t)), resp=np.empty((n_t, n_t)))
     sums = [np.empty(n_t) for _ in range(5)]
     m, lamhat, MC, MR = kern
-    _kernels.iteration(keys, N, n_resp, _kernels.workspace(n_t, chunk, resp_chunk), model, loss, params.rho,
+    kernel(keys, N, n_resp, _kernels.workspace(n_t, chunk, resp_chunk, n_resp, groups), model, loss, params.rho,
                        params.L, params.Delta, params.R0, params.b, p01, p10, params.lam, dt,
                        _kernels.cholesky_shifted(MC, 1e-10), m, lamhat, MR, want_loss,
                        out["MC"], *sums, out["resp"])
@@ -103,6 +104,39 @@ def test_iteration_does_not_depend_on_chunking_and_is_deterministic():
         np.testing.assert_array_equal(a[name], b[name])
         np.testing.assert_allclose(c[name], a[name], rtol=0, atol=1e-12 * np.max(np.abs(a[name])))
     assert np.all(a["loss"] > 0)
+
+
+def test_iteration_is_bit_identical_for_any_number_of_threads():
+    """The samples are split into a fixed number of groups with their own partial sums,
+    added in group order: the serial driver and the threaded one on 1 or 2 threads give the
+    same bits (also through solve); a different number of groups only changes the order of
+    the sums (float rounding)."""
+    import numba
+
+    p = dmft.Params(alpha=2.0, Delta=0.5, b=0.3, eta=0.2, R0=0.1)
+    kern = _kernels_for(19, np.random.default_rng(3))
+    keys = solve_mod._keys(np.random.SeedSequence(5))
+    args = (p, keys, 700, 300, kern, 0.2, 64, 100)
+    serial = _numba(*args, want_loss=True)
+    before = numba.get_num_threads()
+    try:
+        runs = []
+        for th in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+            numba.set_num_threads(th)
+            runs.append(_numba(*args, want_loss=True, kernel=_kernels.iteration_threads))
+    finally:
+        numba.set_num_threads(before)
+    one_group = _numba(*args, want_loss=True, groups=1)
+    for name in serial:
+        for r in runs:
+            np.testing.assert_array_equal(r[name], serial[name], err_msg=name)
+        np.testing.assert_allclose(one_group[name], serial[name], rtol=0,
+                                   atol=1e-12 * np.max(np.abs(serial[name])), err_msg=name)
+    a = dmft.solve(p, 3.0, n_samples=600, n_resp=200)
+    b = dmft.solve(p, 3.0, n_samples=600, n_resp=200, threads=2)
+    for v in ("m", "C_diag", "train_loss", "M_R"):
+        np.testing.assert_array_equal(a[v].values, b[v].values, err_msg=v)
+    assert numba.get_num_threads() == before
 
 
 def test_counter_normals_are_standard_normal():

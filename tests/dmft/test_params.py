@@ -71,6 +71,8 @@ def test_other_bad_arguments():
         dmft.solve(p, 1.0, n_samples=1)
     with pytest.raises(ValueError, match=r"damping \(damping\) must be a finite number in \[0.0, 1.0\); got 1.0"):
         dmft.solve(p, 1.0, n_samples=10, damping=1.0)
+    with pytest.raises(ValueError, match=r"threads \(numba threads\) must be an integer >= 1; got 0"):
+        dmft.solve(p, 1.0, n_samples=10, threads=0)
     with pytest.raises(ValueError, match="params must be a dmft.Params"):
         dmft.solve({"alpha": 2}, 1.0)
     # the chain at the DMFT's step dt must be valid too

@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 
+from numba import prange
+
 from .._jit import njit, njit_reduce
 from .._linalg import cholesky_shifted  # noqa: F401  (used by solve through _kernels)
 from ._rng import normal, uniform
@@ -381,86 +383,94 @@ def _outer_lower(A1, nc, out):
 
 
 @njit_reduce
-def _response_chunk(A2, na, lamhat, MR, dt, lam, Delta, chi, G, idx, aj, out):
-    """out[k, j] += sum over the first ``na`` samples of A2_k chi_kj A2_j, j < k (E8-E10).
+def _response_impulse(j, A2, na, lamhat, MR, dt, lam, Delta, chi, G, idx, aj, out):
+    """out[k, j] += sum over the first ``na`` samples of A2_k chi_kj A2_j for k > j (E8-E10).
 
     chi is the linear response of a sample's theta to a unit force impulse at step j,
     propagated exactly through the linearised process:
     chi_{j+1,j} = 1, chi_{k+1,j} = chi_kj [1 - dt(lam + lamhat_k + Delta A2_k)]
                                    + dt^2 sum_{i=j+1}^{k-1} MR[k, i] chi_ij.
-    For each j only the samples in the batch at j (A2_j != 0) are propagated, together
-    (gathered into the columns of chi and G = their A2), so the inner loops run over
-    samples; rows advance in blocks of four as in :func:`_process_chunk`.
+    Only the samples in the batch at j (A2_j != 0) are propagated, together (gathered
+    into the columns of chi and G = their A2), so the inner loops run over samples; rows
+    advance in blocks of four as in :func:`_process_chunk`. Writes column j of ``out``
+    only, so different j can run at the same time (with their own chi, G, idx, aj).
     """
     n_t = A2.shape[0]
-    for j in range(n_t - 1):
-        cnt = 0
-        for q in range(na):
-            if A2[j, q] != 0.0:
-                idx[cnt] = q
-                aj[cnt] = A2[j, q]
-                cnt += 1
-        if cnt == 0:
-            continue
-        for k in range(j + 1, n_t):
-            for p in range(cnt):
-                G[k, p] = A2[k, idx[p]]
-        acc = 0.0
+    cnt = 0
+    for q in range(na):
+        if A2[j, q] != 0.0:
+            idx[cnt] = q
+            aj[cnt] = A2[j, q]
+            cnt += 1
+    if cnt == 0:
+        return
+    for k in range(j + 1, n_t):
         for p in range(cnt):
-            chi[j + 1, p] = 1.0
-            acc += G[j + 1, p] * aj[p]
-        out[j + 1, j] += acc
-        for r0 in range(j + 2, n_t, 4):
-            nb = min(4, n_t - r0)
-            _causal_bulk(chi, r0, nb, MR, -1, dt * dt, chi, j + 1, r0 - 1, cnt)
-            for r in range(r0, r0 + nb):
-                k = r - 1
-                _accumulate(chi, r, chi, MR[k], dt * dt, r0 - 1, k, cnt)
-                f = 1.0 - dt * (lam + lamhat[k])
-                acc = 0.0
-                for p in range(cnt):
-                    chi[r, p] += chi[k, p] * (f - dt * Delta * G[k, p])
-                    acc += G[r, p] * chi[r, p] * aj[p]
-                out[r, j] += acc
+            G[k, p] = A2[k, idx[p]]
+    acc = 0.0
+    for p in range(cnt):
+        chi[j + 1, p] = 1.0
+        acc += G[j + 1, p] * aj[p]
+    out[j + 1, j] += acc
+    for r0 in range(j + 2, n_t, 4):
+        nb = min(4, n_t - r0)
+        _causal_bulk(chi, r0, nb, MR, -1, dt * dt, chi, j + 1, r0 - 1, cnt)
+        for r in range(r0, r0 + nb):
+            k = r - 1
+            _accumulate(chi, r, chi, MR[k], dt * dt, r0 - 1, k, cnt)
+            f = 1.0 - dt * (lam + lamhat[k])
+            acc = 0.0
+            for p in range(cnt):
+                chi[r, p] += chi[k, p] * (f - dt * Delta * G[k, p])
+                acc += G[r, p] * chi[r, p] * aj[p]
+            out[r, j] += acc
 
 
-def workspace(n_t, chunk, resp_chunk):
-    """Buffers for :func:`iteration`: one chunk of effective samples and one batch of the
-    samples whose responses are propagated together; O((chunk + resp_chunk) n_t)."""
-    vec = tuple(np.empty(chunk) for _ in range(4))  # c, y, h0, theta(0)
-    mats = tuple(np.empty((n_t, chunk)) for _ in range(5))  # Z, xi, theta, A1, A2
-    resp = tuple(np.empty((n_t, resp_chunk)) for _ in range(3))  # A2 of the batch, chi, G
-    return (*vec, np.empty((n_t, chunk), np.int8), *mats, *resp, np.empty(resp_chunk),
-            np.empty(resp_chunk, np.int64))
+def workspace(n_t, chunk, resp_chunk, n_resp=None, groups=None):
+    """Buffers for :func:`iteration`, in a fixed number of groups (leading axis).
 
-
-@njit
-def iteration(keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10, lam, dt,
-              Lc, m, lamhat, MR, want_loss, MC_sum, l2_sum, loss_sum, acc_sum, proj, r2_sum, resp):
-    """One fixed-point iteration of the DMFT: all effective samples with given kernels.
-
-    The N samples are drawn (:func:`draw_samples`), integrated (:func:`_process_chunk`)
-    and reduced chunk by chunk, so no per-sample path is ever stored: memory
-    O(n_t^2 + chunk n_t). Lc is the lower Cholesky factor of M_C (noise xi = Lc z);
-    m, lamhat (n_t,) and MR (n_t, n_t) the current kernels. Outputs (overwritten, sums
-    over samples): MC_sum[k, l] = sum s_k Lambda'_k s_l Lambda'_l (l <= k); l2_sum,
-    correctness, proj = s Lambda'(c + sqrt(Delta) h0), r^2, and the loss (only if
-    ``want_loss``, else left at 0), each (n_t,); resp[k, j] = sum A2_k chi_kj A2_j over
-    the first n_resp samples (:func:`_response_chunk`, run on batches of resp_chunk
-    samples: longer inner loops than one chunk gives). ``work``: the buffers from
-    :func:`workspace` (allocated by the caller, so that memory tools see them).
-    Cost O(n_t^2 N + b n_t^3 n_resp/6).
-    Serial: deterministic, and no threads fighting over a shared machine's cores.
+    Per group: one chunk of effective samples and its partial sums (O(n_t^2)), and the
+    buffers of one impulse response (chi, G, idx, aj); shared: one batch of resp_chunk
+    response samples' A2 paths, and the A2 paths of the first ``n_resp`` samples
+    (default ``resp_chunk``), handed from the process to the responses.
+    O(groups (n_t^2 + (chunk + resp_chunk) n_t) + n_resp n_t) in all; ``groups``
+    defaults to :data:`GROUPS`.
     """
+    G = GROUPS if groups is None else groups
+    n_resp = resp_chunk if n_resp is None else n_resp
+    vec = tuple(np.empty((G, chunk)) for _ in range(4))  # c, y, h0, theta(0)
+    mats = tuple(np.empty((G, n_t, chunk)) for _ in range(5))  # Z, xi, theta, A1, A2
+    return (*vec, np.empty((G, n_t, chunk), np.int8), *mats,
+            np.empty((n_t, resp_chunk)),  # 10: A2 of one batch of response samples
+            np.empty((G, n_t, resp_chunk)), np.empty((G, n_t, resp_chunk)),  # 11, 12: chi, G
+            np.empty((G, resp_chunk)), np.empty((G, resp_chunk), np.int64),  # 13, 14: aj, idx
+            np.empty((G, n_t, n_t)), np.empty((G, 5, n_t)),  # 15, 16: partial sums
+            np.empty((n_t, max(n_resp, 1))))  # 17: A2 paths of the response samples
+
+
+# Samples are split into this many groups, each reduced into its own partial sums, which
+# are then added in group order: the result is the same whether the groups run one after
+# the other or on up to GROUPS threads (bit for bit).
+GROUPS = 4
+
+
+@njit_reduce
+def _group_process(g, G, keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10,
+                   lam, dt, Lc, m, lamhat, MR, want_loss):
+    """Phase 1 for group g: chunks g, g + G, g + 2G, ... of the N samples (drawn,
+    integrated, reduced into the group's partial sums); the A2 paths of samples < n_resp
+    are stored in the shared buffer (each column written by one group only)."""
+    (c_, y_, h0_, th0_, S_, Z_, XI_, theta_, A1_, A2_, RA2_, chi_, G_, aj_, idx_, MCg_, sums_,
+     A2R) = work
+    c, y, h0, th0, S, Z, XI, theta, A1, A2 = (c_[g], y_[g], h0_[g], th0_[g], S_[g], Z_[g], XI_[g],
+                                             theta_[g], A1_[g], A2_[g])
+    MC_sum, sums = MCg_[g], sums_[g]
     n_t = m.shape[0]
     MC_sum[:, :] = 0.0
-    resp[:, :] = 0.0
-    for arr in (l2_sum, loss_sum, acc_sum, proj, r2_sum):
-        arr[:] = 0.0
-    c, y, h0, th0, S, Z, XI, theta, A1, A2, RA2, chi, G, aj, idx = work
-    chunk, resp_chunk = c.shape[0], RA2.shape[1]
-    fill = 0
-    for a0 in range(0, N, chunk):
+    sums[:, :] = 0.0
+    l2_sum, loss_sum, acc_sum, proj, r2_sum = sums[0], sums[1], sums[2], sums[3], sums[4]
+    chunk = c.shape[0]
+    for a0 in range(g * chunk, N, G * chunk):
         nc = min(chunk, N - a0)
         draw_samples(keys, a0, nc, model, rho, Delta, R0, b, p01, p10, c, y, h0, th0, S, Z)
         for q in range(nc):
@@ -469,16 +479,107 @@ def iteration(keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10
         _process_chunk(nc, c, y, h0, theta, S, XI, m, lamhat, MR, dt, lam, Delta, loss, model,
                        L, want_loss, A1, A2, l2_sum, loss_sum, acc_sum, proj, r2_sum)
         _outer_lower(A1, nc, MC_sum)
-        # samples a0 .. a0+na-1 are among the first n_resp: queue them for the response
         na = min(nc, n_resp - a0)
-        q = 0
-        while q < na:
-            take = min(na - q, resp_chunk - fill)
-            for k in range(n_t):
-                for p in range(take):
-                    RA2[k, fill + p] = A2[k, q + p]
-            fill += take
-            q += take
-            if fill == resp_chunk or a0 + q == n_resp:
-                _response_chunk(RA2, fill, lamhat, MR, dt, lam, Delta, chi, G, idx, aj, resp)
-                fill = 0
+        for k in range(n_t):
+            for q in range(na):
+                A2R[k, a0 + q] = A2[k, q]
+
+
+@njit_reduce
+def _responses(g, G, RA2, na, work, lamhat, MR, dt, lam, Delta, resp):
+    """Impulse times j = g, g + G, g + 2G, ... of one batch of response samples, with
+    group g's buffers (columns of ``resp`` are disjoint between groups)."""
+    chi, Gm, aj, idx = work[11][g], work[12][g], work[13][g], work[14][g]
+    for j in range(g, RA2.shape[0] - 1, G):
+        _response_impulse(j, RA2, na, lamhat, MR, dt, lam, Delta, chi, Gm, idx, aj, resp)
+
+
+@njit_reduce
+def _reduce_groups(work, MC_sum, l2_sum, loss_sum, acc_sum, proj, r2_sum):
+    """Outputs = sum of the groups' partial sums, added in group order (deterministic)."""
+    MCg, sums = work[15], work[16]
+    MC_sum[:, :] = MCg[0]
+    l2_sum[:] = sums[0, 0]
+    loss_sum[:] = sums[0, 1]
+    acc_sum[:] = sums[0, 2]
+    proj[:] = sums[0, 3]
+    r2_sum[:] = sums[0, 4]
+    for g in range(1, MCg.shape[0]):
+        MC_sum += MCg[g]
+        l2_sum += sums[g, 0]
+        loss_sum += sums[g, 1]
+        acc_sum += sums[g, 2]
+        proj += sums[g, 3]
+        r2_sum += sums[g, 4]
+
+
+@njit_reduce
+def _response_batch(s0, n_resp, work):
+    """Copy the A2 paths of response samples s0 .. into the batch buffer; returns their number."""
+    RA2, A2R = work[10], work[17]
+    n_t, rc = RA2.shape
+    na = min(rc, n_resp - s0)
+    for k in range(n_t):
+        for p in range(na):
+            RA2[k, p] = A2R[k, s0 + p]
+    return na
+
+
+@njit
+def iteration(keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10, lam, dt,
+              Lc, m, lamhat, MR, want_loss, MC_sum, l2_sum, loss_sum, acc_sum, proj, r2_sum, resp):
+    """One fixed-point iteration of the DMFT: all effective samples with given kernels.
+
+    The N samples are drawn (:func:`draw_samples`), integrated (:func:`_process_chunk`)
+    and reduced chunk by chunk, so no per-sample path is ever stored except the A2 paths
+    of the n_resp response samples: memory O(GROUPS (n_t^2 + chunk n_t) + n_resp n_t).
+    Lc is the lower Cholesky factor of M_C (noise xi = Lc z);
+    m, lamhat (n_t,) and MR (n_t, n_t) the current kernels. Outputs (overwritten, sums
+    over samples): MC_sum[k, l] = sum s_k Lambda'_k s_l Lambda'_l (l <= k); l2_sum,
+    correctness, proj = s Lambda'(c + sqrt(Delta) h0), r^2, and the loss (only if
+    ``want_loss``, else left at 0), each (n_t,); resp[k, j] = sum A2_k chi_kj A2_j over
+    the first n_resp samples (:func:`_response_impulse`, run on batches of resp_chunk
+    samples: longer inner loops than one chunk gives). ``work``: the buffers from
+    :func:`workspace` (allocated by the caller, so that memory tools see them).
+    Cost O(n_t^2 N + b n_t^3 n_resp/6).
+
+    Work is split into the fixed groups of :func:`workspace`: group g takes the chunks
+    g, g + G, ... of the process, with its own partial sums (added afterwards in group
+    order), and the impulse times j = g, g + G, ... of each response batch (disjoint
+    columns of ``resp``). Here the groups run one after the other;
+    :func:`iteration_threads` runs them on numba's threads and gives the same bits.
+    """
+    G = work[0].shape[0]
+    if work[17].shape[1] < n_resp:
+        raise ValueError("workspace too small: its n_resp is below the iteration's n_resp")
+    for g in range(G):
+        _group_process(g, G, keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10,
+                       lam, dt, Lc, m, lamhat, MR, want_loss)
+    _reduce_groups(work, MC_sum, l2_sum, loss_sum, acc_sum, proj, r2_sum)
+    resp[:, :] = 0.0
+    for s0 in range(0, n_resp, work[10].shape[1]):
+        na = _response_batch(s0, n_resp, work)
+        for g in range(G):
+            _responses(g, G, work[10], na, work, lamhat, MR, dt, lam, Delta, resp)
+
+
+@njit(parallel=True)
+def iteration_threads(keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10, lam,
+                      dt, Lc, m, lamhat, MR, want_loss, MC_sum, l2_sum, loss_sum, acc_sum, proj,
+                      r2_sum, resp):
+    """:func:`iteration` with its groups on numba's threads (prange): the same partial
+    sums added in the same order, and the same response columns, so the same bits
+    whatever the number of threads. Compiled on first use only (solve's default is the
+    serial :func:`iteration`)."""
+    G = work[0].shape[0]
+    if work[17].shape[1] < n_resp:
+        raise ValueError("workspace too small: its n_resp is below the iteration's n_resp")
+    for g in prange(G):
+        _group_process(g, G, keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10,
+                       lam, dt, Lc, m, lamhat, MR, want_loss)
+    _reduce_groups(work, MC_sum, l2_sum, loss_sum, acc_sum, proj, r2_sum)
+    resp[:, :] = 0.0
+    for s0 in range(0, n_resp, work[10].shape[1]):
+        na = _response_batch(s0, n_resp, work)
+        for g in prange(G):
+            _responses(g, G, work[10], na, work, lamhat, MR, dt, lam, Delta, resp)

@@ -8,6 +8,7 @@ model's pointwise functions with the simulation.
 import math
 import time
 
+import numba
 import numpy as np
 import xarray as xr
 
@@ -70,7 +71,7 @@ def _rel(new, old):
 
 
 def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, damping=0.3, tol=1e-6,
-          max_iter=200, seed=0, eps=1e-10):
+          max_iter=200, seed=0, eps=1e-10, threads=1):
     """Solve the DMFT equations by damped fixed-point iteration over Monte Carlo samples.
 
     The effective process (derivation E6, discretised in Sec. 7 with step ``dt``)
@@ -96,8 +97,11 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, damping=0.3, t
     Implementation: the samples come from a counter-based generator (:mod:`._rng`, each
     number a function of (seed, sample, step)) and are redrawn, integrated and reduced
     in chunks of ``CHUNK`` inside one numba call per iteration
-    (:func:`._kernels.iteration`), so no per-sample path is stored: memory
-    O(n_t^2 + CHUNK n_t) whatever ``n_samples``. The iterations skip the loss value
+    (:func:`._kernels.iteration`), so no per-sample path is stored (only the A2 paths of
+    the n_resp response samples): memory O(GROUPS (n_t^2 + CHUNK n_t) + n_resp n_t)
+    whatever ``n_samples``. The samples are split into ``_kernels.GROUPS`` fixed groups
+    that run on numba's threads, each with its own partial sums added in group order, so
+    the result is bit-identical for any number of threads. The iterations skip the loss value
     (the kernels do not need it); one last pass with the final kernels gives the
     training loss and accuracy.
 
@@ -126,6 +130,10 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, damping=0.3, t
         Monte Carlo samples (common random numbers across iterations).
     eps : float
         Relative diagonal shift of M_C before its Cholesky factorisation.
+    threads : int
+        numba threads for the sample groups (at most ``_kernels.GROUPS`` are used). The
+        result is the same, bit for bit, for any value; 1 (default) runs serially, which is
+        faster on a machine whose cores are shared.
 
     Returns
     -------
@@ -154,6 +162,7 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, damping=0.3, t
     _validate.real("tol", tol, low=0.0, low_open=True, doc="convergence tolerance")
     _validate.integer("max_iter", max_iter, low=1, doc="iteration budget")
     _validate.real("eps", eps, low=0.0, doc="relative Cholesky shift")
+    _validate.integer("threads", threads, low=1, doc="numba threads")
     ss = _seed_sequence(seed)
     keys = _keys(ss)
     p01, p10 = _chain_probabilities(params, dt)
@@ -165,15 +174,24 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, damping=0.3, t
     MC_sum = np.empty((n_t, n_t))
     l2_sum, loss_sum, acc_sum, proj, r2_sum = (np.empty(n_t) for _ in range(5))
     resp = np.empty((n_t, n_t))
-    work = _kernels.workspace(n_t, min(CHUNK, n_samples), min(RESP_CHUNK, n_resp))
+    work = _kernels.workspace(n_t, min(CHUNK, n_samples), min(RESP_CHUNK, n_resp), n_resp)
 
     def run(want_loss):
         # noise xi = L z with L L^T = M_C + eps max(diag) 1: the empirical M_C is
         # numerically low-rank, the shift keeps the causal factor accurate (Sec. 7)
         Lc = _kernels.cholesky_shifted(MC, eps)
-        _kernels.iteration(keys, n_samples, n_resp, work, model, loss, params.rho, params.L, D,
-                           params.R0, params.b, p01, p10, lam, dt, Lc, m, lamhat, MR, want_loss,
-                           MC_sum, l2_sum, loss_sum, acc_sum, proj, r2_sum, resp)
+        args = (keys, n_samples, n_resp, work, model, loss, params.rho, params.L, D, params.R0,
+                params.b, p01, p10, lam, dt, Lc, m, lamhat, MR, want_loss, MC_sum, l2_sum,
+                loss_sum, acc_sum, proj, r2_sum, resp)
+        if threads == 1:
+            _kernels.iteration(*args)
+            return
+        before = numba.get_num_threads()
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        try:
+            _kernels.iteration_threads(*args)
+        finally:
+            numba.set_num_threads(before)
 
     residuals, converged, t_div = [], False, np.inf
     start = time.perf_counter()
@@ -209,6 +227,7 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, damping=0.3, t
     ds = _dataset(params, dt, m, lamhat, MC, MR, loss_sum / n_samples, acc_sum / n_samples,
                   residuals, converged, t_div,
                   attrs={"n_samples": n_samples, "n_resp": n_resp, "damping": damping, "tol": tol,
+                         "threads": threads,
                          "max_iter": max_iter, "eps": eps, "solve_seconds": elapsed,
                          "seed_entropy": str(ss.entropy), "seed_spawn_key": str(ss.spawn_key)})
     if not converged and np.isinf(t_div):
