@@ -141,12 +141,8 @@ def test_moments_in_the_eigenbasis_of_K_by_plain_numpy():
     p = dyson.Params(eps=0.1, sigma_w=0.7, n_train=300, n_test=10)
     ds = dyson.train_ensemble(p, 40, seed=3, n_models=2, n_points=2, moment_samples=300, k_basis=True)
     net = dyson.networks(p, seed=3, n_models=2)
-    # replay the same training to get W2 at t_f: the x at t_f pins it down through X's spectrum
     for m in range(2):
-        W2 = None
-        for t_idx in (0,):
-            W2 = net["W2"][m]
-        # moments at t = 0 (the first record) from the initial student
+        W2 = net["W2"][m]  # moments at t = 0 (the first record) from the initial student
         A1, y, W3 = net["A1_train"][m], net["y_train"][m], net["W3"][m]
         z = A1 @ W2.T
         phi = np.tanh(z)
