@@ -6,6 +6,7 @@ samples drawn, integrated and reduced chunk by chunk), :func:`bulk_response`.
 
 import math
 
+import numba
 import numpy as np
 
 from numba import prange
@@ -525,9 +526,8 @@ def _response_batch(s0, n_resp, work):
     return na
 
 
-@njit
-def iteration(keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10, lam, dt,
-              Lc, m, lamhat, MR, want_loss, MC_sum, l2_sum, loss_sum, acc_sum, proj, r2_sum, resp):
+def _iteration(keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10, lam, dt,
+               Lc, m, lamhat, MR, want_loss, MC_sum, l2_sum, loss_sum, acc_sum, proj, r2_sum, resp):
     """One fixed-point iteration of the DMFT: all effective samples with given kernels.
 
     The N samples are drawn (:func:`draw_samples`), integrated (:func:`_process_chunk`)
@@ -546,31 +546,11 @@ def iteration(keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10
     Work is split into the fixed groups of :func:`workspace`: group g takes the chunks
     g, g + G, ... of the process, with its own partial sums (added afterwards in group
     order), and the impulse times j = g, g + G, ... of each response batch (disjoint
-    columns of ``resp``). Here the groups run one after the other;
-    :func:`iteration_threads` runs them on numba's threads and gives the same bits.
+    columns of ``resp``). The group loops are ``prange``: compiled serially
+    (:data:`iteration`) they run one after the other, compiled with ``parallel=True``
+    (:data:`iteration_threads`) on numba's threads; the same partial sums are added in the
+    same order and the same response columns written, so both give the same bits.
     """
-    G = work[0].shape[0]
-    if work[17].shape[1] < n_resp:
-        raise ValueError("workspace too small: its n_resp is below the iteration's n_resp")
-    for g in range(G):
-        _group_process(g, G, keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10,
-                       lam, dt, Lc, m, lamhat, MR, want_loss)
-    _reduce_groups(work, MC_sum, l2_sum, loss_sum, acc_sum, proj, r2_sum)
-    resp[:, :] = 0.0
-    for s0 in range(0, n_resp, work[10].shape[1]):
-        na = _response_batch(s0, n_resp, work)
-        for g in range(G):
-            _responses(g, G, work[10], na, work, lamhat, MR, dt, lam, Delta, resp)
-
-
-@njit(parallel=True)
-def iteration_threads(keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10, lam,
-                      dt, Lc, m, lamhat, MR, want_loss, MC_sum, l2_sum, loss_sum, acc_sum, proj,
-                      r2_sum, resp):
-    """:func:`iteration` with its groups on numba's threads (prange): the same partial
-    sums added in the same order, and the same response columns, so the same bits
-    whatever the number of threads. Compiled on first use only (solve's default is the
-    serial :func:`iteration`)."""
     G = work[0].shape[0]
     if work[17].shape[1] < n_resp:
         raise ValueError("workspace too small: its n_resp is below the iteration's n_resp")
@@ -583,3 +563,11 @@ def iteration_threads(keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, 
         na = _response_batch(s0, n_resp, work)
         for g in prange(G):
             _responses(g, G, work[10], na, work, lamhat, MR, dt, lam, Delta, resp)
+
+
+# One body, compiled twice: prange runs as range when not compiled with parallel=True.
+iteration = njit(_iteration)
+# The threaded build is not cached: numba's cache index is keyed by the Python function
+# and its signature, not by the parallel flag, so a cached copy of it would share the
+# serial build's entries. It is compiled on first use only (solve's default is serial).
+iteration_threads = numba.njit(_iteration, parallel=True, error_model="numpy")
