@@ -237,3 +237,36 @@ def test_criterion_late_by_hand():
     # -K_S/V_S: 1.0 and -0.2 per record, 0.4 on average; LHS = (n2-1)/(4 sqrt(3/4)) T/sigma_w^2 = 0.577
     r = dyson.criterion_late(ds, since=0.0)
     assert r.instant.item() == 0.5 and not r.averaged.item()
+
+
+def test_ito_share_spread_growth_and_spacing_over_bound_by_hand():
+    """Two records (t = 0 is left out of the Ito share): K_S = (K_N - K_1)/(N - 1) = -0.5 and the
+    Ito drift T (C_N - C_1)/(N - 1) = 0.1 at t = 1 (share 0.1/0.4 = 0.25), 0.3 at t = 2 (0.3/0.2
+    = 1.5): median 0.875. S grows 1 -> 3 and 1 -> 5 in the two models: median growth 4."""
+    import xarray as xr
+    N = 3
+    K = np.zeros((3, 2, N))
+    K[..., -1] = -1.0
+    C = np.zeros((3, 2, N))
+    C[1, :, -1], C[2, :, -1] = 0.2, 0.6  # T = 1
+    V = np.zeros((3, 2, N, N))
+    S = np.array([[1.0, 1.0], [2.0, 2.0], [3.0, 5.0]])
+    ds = xr.Dataset({"K": (("t", "model", "eig"), K), "C": (("t", "model", "eig"), C),
+                     "V": (("t", "model", "eig", "eig2"), V), "S": (("t", "model"), S)},
+                    coords={"t": [0.0, 1.0, 2.0], "model": [0, 1]}, attrs={"T": 1.0})
+    assert dyson.ito_share(ds) == pytest.approx(0.875)
+    assert dyson.spread_growth(ds) == pytest.approx(4.0)
+    # S_max(0) = 4 sigma_w^2 sqrt(n2/n1) / (n2 - 1): sigma_w = 1, n1 = 32, n2 = 16 -> 4 sqrt(0.5) / 15
+    np.testing.assert_allclose(dyson.spacing_over_bound([1.0, 2.0], 1.0, n1=32, n2=16),
+                               np.array([1.0, 2.0]) * 15 / (4 * np.sqrt(0.5)), rtol=1e-12)
+    with pytest.raises(ValueError, match="sigma_w"):
+        dyson.spacing_over_bound([1.0], 0.0, n1=32, n2=16)
+
+
+def test_finite_step_gap_layout_reproducibility_and_bad_tau():
+    kw = dict(seed=0, sde_seed=1, n_models=2, moment_samples=20, paths=2, n_steps=200)
+    gap = dyson.finite_step_gap(0.125, 8.0, [1, 2], tau_f=1, **kw)
+    assert list(gap) == [1, 2] and all(math.isfinite(v) for v in gap.values())
+    assert dyson.finite_step_gap(0.125, 8.0, [1, 2], tau_f=1, **kw) == gap  # same seeds, same bits
+    with pytest.raises(ValueError, match="tau_f must be an integer >= 1"):
+        dyson.finite_step_gap(0.125, 8.0, [1], tau_f=1.5, **kw)

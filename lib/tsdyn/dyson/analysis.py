@@ -228,6 +228,30 @@ def drift_balance(ds, *, since=0.5):
                        "snr": -c.K_S.mean("t") / c.V_S.mean("t"), "T_over_S": (T / S).mean("t")})
 
 
+def ito_share(ds):
+    """Median over times (t > 0) and models of |Ito drift of S| / |K_S with it| (eigenbasis of X):
+    how much of the drift of S the second-order term T (C_NN - C_11)/(N - 1) carries."""
+    with_ito, without = spacing_coefficients(ds, ito=True), spacing_coefficients(ds)
+    share = (abs(with_ito.K_S - without.K_S) / abs(with_ito.K_S)).sel(t=ds.t > 0)
+    return float(np.nanmedian(share.values))
+
+
+def spread_growth(ds):
+    """Median over models of S(t_f) / S(0): how far training widens the spectrum."""
+    return float(np.median(ds.S.values[-1] / ds.S.values[0]))
+
+
+def spacing_over_bound(S_f, sigma_w, *, n1, n2):
+    """S(t_f) / S_max(0), S_max(0) = 4 sigma_w^2 sqrt(n2/n1) / (n2 - 1) the bound of eq. (4.14).
+
+    Where the drifts of S balance late in a run (:func:`drift_balance`), -K_S/V_S ~ T/S(t_f)
+    and the criterion (4.15), T/S_max(0) <= -K_S/V_S, reduces to S(t_f) <~ S_max(0): a ratio
+    above 1 means that (4.15) in the basis of X fails on average for that model.
+    """
+    _validate.real("sigma_w", sigma_w, low=0.0, low_open=True, doc="initial weight scale")
+    return np.asarray(S_f, float) / theory.initial_spacing_bound(float(sigma_w), n1, n2)
+
+
 def criterion_late(ds, *, since=0.5, basis="x"):
     """Criterion (4.15) read late in a run in two ways, per model: at every record with
     t >= ``since`` t_f, and once with K_S, V_S averaged over those records.
