@@ -33,18 +33,21 @@ def test_chapter_agreement_figures(glued):
     # Initial spectrum vs Marchenko-Pastur: KS distance below the n2^(-2/3)/2 edge smearing
     assert g["mp_ks"] < 16 ** (-2 / 3) / 2
     assert abs(g["mp_xplus_8"] - 0.0455) < 1e-4
-    # Phase-diagram title and text: exactly the contour levels reached are drawn (descending reading)
-    assert g["criterion_levels_drawn"] == sum(lv <= g["criterion_max_fraction_kd"] for lv in (0.68, 0.95, 0.997))
+    # Phase-diagram title and text: exactly the contour levels reached are drawn (basis of X, the criterion)
+    assert g["criterion_levels_drawn"] == sum(lv <= g["criterion_max_fraction"] for lv in (0.68, 0.95, 0.997))
     # The text: in the basis of X no 68% line exists (grid and scan); in K's basis labelled by X the
     # fraction never approaches the 95% level
     assert max(g["criterion_max_fraction"], g["criterion_max_fraction_scan"]) < 0.68
     assert max(g["criterion_max_fraction_k"], g["criterion_max_fraction_scan_k"]) < 0.95
-    # ... while the descending reading gives the paper's picture: nearly all cold models converged
-    # (above the 95% level, the text's "paper's picture") and a 1-sigma temperature with its range
-    assert g["criterion_kd_cold_fraction"] > 0.95
-    assert g["T_transition_criterion_lo"] <= g["T_transition_criterion"] <= g["T_transition_criterion_hi"]
-    # The text places it below the loss transition (the two are quoted side by side)
-    assert g["T_transition_criterion"] < g["T_transition_loss"]
+    # ... so the criterion-based transition temperature is NaN (no 68% crossing along T; the text says so),
+    # for the reason the text gives: on the cold side the spectrum has widened beyond the initial bound,
+    # S(t_f) > S_max(0), while (4.15) in this basis requires S(t_f) <~ S_max(0) (stationarity argument)
+    assert math.isnan(float(g["T_transition_criterion"]))
+    assert g["spacing_over_bound_cold"] > 1 and g["crit_over_bound_last"] > 1
+    # The descending reading does not separate the phases (the text: "not a convergence test"): at the
+    # coldest T its worst column over the whole disorder axis, jammed columns included, passes as often
+    # as the ordered cold side of the scan, to within 0.05 (one model in 16-20)
+    assert g["criterion_kd_coldest_min"] >= g["criterion_kd_cold_fraction"] - 0.05
     # Stationarity argument: late in the ordered run the drifts of S cancel on average (within 30% of
     # |K_S|, against K_S's own sign changes), and S has widened beyond its start (factor > 2)
     assert abs(g["drift_balance_ordered"]) < 0.3
@@ -81,14 +84,14 @@ def test_chapter_agreement_figures(glued):
     # 16 models x 16 paths; the SDE paths start at their model's S(0), so the paired error is smaller)
     assert abs(g["sde_early_gap_B1"]) < 0.15
     assert g["sde_early_gap_B1"] < g["sde_early_gap_B4"] < g["sde_early_gap_B16"] and g["sde_early_gap_B16"] > 0.5
-    # Full Dyson equation (Wishart-consistent coefficients): every level stays positive; the medians
-    # move less under dt -> dt/2 than their gaps to the data (the text); the 8th level and the largest
-    # follow the data within 0.5 in ln x (a factor 1.6) and the smallest within 0.8 over the run (today
-    # 0.19, 0.42, 0.49: bounds that catch a return of the explicit scheme, whose levels left by decades)
+    # Full Dyson equation (Wishart-consistent coefficients): every level stays positive; halving dt moves
+    # the medians by at most a fifth of their gaps to the data (the text: the gaps are not a step effect);
+    # the text's "follows ... to within a factor e": every median gap in ln x below 1 (the explicit
+    # scheme, without the Wishart structure, sent levels off by decades and fails this)
     assert g["dyson_min_x"] > 0
     for key in ("bottom", "mid", "top"):
-        assert g[f"dyson_step_{key}"] < g[f"dyson_gap_max_{key}"]
-    assert g["dyson_gap_max_mid"] < 0.5 and g["dyson_gap_max_top"] < 0.5 and g["dyson_gap_max_bottom"] < 0.8
+        assert g[f"dyson_step_{key}"] <= g[f"dyson_gap_max_{key}"] / 5
+        assert g[f"dyson_gap_max_{key}"] < 1
     # "The smallest level sinks below the measured one"
     assert g["dyson_gap_end_bottom"] > 0
     # Linear scaling rule at low T: paired differences within 3 standard errors, and the
