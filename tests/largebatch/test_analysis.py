@@ -102,9 +102,17 @@ def test_phase_sides_and_edges():
     np.testing.assert_array_equal(lo, [0.25, 0.5])
     np.testing.assert_array_equal(hi, [0.5, 0.75])
     off = analysis.edge_offsets(frac, ok, deltas)  # measured (>= 1/2): rows [.25, .5], [.5, .75]
-    assert off == {"lower": 0.0, "upper": 0.0}
+    assert (off["lower"], off["upper"]) == (0.0, 0.0)
+    np.testing.assert_array_equal(off["lower_signed"], [0.0, 0.0])
     off = analysis.edge_offsets(np.array([[0, 0, 0, 0], [1, 1, 1, 1.0]]), ok, deltas)
     assert off["lower"] == np.inf  # row 0: measured nothing, theory something
+    # row 1: measured [0, 0.75] against theory [0.5, 0.75]: signed -0.5 and 0; row 0 nan
+    np.testing.assert_array_equal(off["lower_signed"], [np.nan, -0.5])
+    np.testing.assert_array_equal(off["upper_signed"], [np.nan, 0.0])
+    # measured lower edges 0.25 and 0.5 against roots 0.3 and -inf (no root: nan)
+    np.testing.assert_allclose(analysis.edge_minus_root(frac, deltas, [0.3, -np.inf]), [-0.05, np.nan])
+    with pytest.raises(ValueError, match="root"):
+        analysis.edge_minus_root(frac, deltas, [0.3])
     with pytest.raises(ValueError, match="equal 2-d grids"):
         analysis.phase_sides(frac, ok[0])
     with pytest.raises(ValueError, match="n_delta"):

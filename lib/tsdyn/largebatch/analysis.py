@@ -110,17 +110,38 @@ def phase_edges(recovers, deltas):
 
 
 def edge_offsets(fraction, theory_recovers, deltas):
-    """Largest |measured edge - theory's edge| over the mu columns, for the lower and the upper
-    edge of :func:`phase_edges` (measured: fraction >= 1/2). A column where one of the two has a
-    learning region and the other none counts as inf."""
+    """Measured edge - theory's edge of the learning region, per mu column, for the lower and the
+    upper edge of :func:`phase_edges` (measured: fraction >= 1/2).
+
+    Returns ``lower`` / ``upper``: the largest |offset| over the columns (a column where one of the
+    two has a learning region and the other none counts as inf; one where neither has, as 0), and
+    ``lower_signed`` / ``upper_signed``: the signed offsets per column (nan where either has no
+    learning region), whose mean shows a one-sided bias that the largest |offset| hides."""
     a = phase_edges(np.asarray(fraction, float) >= 0.5, deltas)
     b = phase_edges(theory_recovers, deltas)
-    out = []
-    for x, y in zip(a, b):
+    out = {}
+    for name, x, y in zip(("lower", "upper"), a, b):
         one = np.isnan(x) != np.isnan(y)
         diff = np.where(np.isnan(x) & np.isnan(y), 0.0, np.abs(x - y))
-        out.append(float(np.inf if one.any() else np.max(diff)))
-    return {"lower": out[0], "upper": out[1]}
+        out[name] = float(np.inf if one.any() else np.max(diff))
+        out[f"{name}_signed"] = x - y
+    return out
+
+
+def edge_minus_root(fraction, deltas, root):
+    """Measured lower edge of the learning region (the lowest grid delta where at least half of the
+    runs recover, :func:`phase_edges`) minus the theory's finite-d noise boundary ``root`` (one value
+    per mu column, e.g. ``experiments.noise_boundary_delta``), per column; nan where the column has
+    no measured learning region or the root is not finite (no noise boundary in its range).
+
+    At finite d a run can still escape a little below the root: for l >= 3 over the unstable overlap
+    m* = m0 d^(root - delta) by a fluctuation of a few m0, i.e. down to about root - ln(3) / ln d
+    (chapter, Sec. 5); this is the quantity to compare with that width."""
+    lo, _ = phase_edges(np.asarray(fraction, float) >= 0.5, deltas)
+    root = np.asarray(root, float)
+    if root.shape != lo.shape:
+        raise ValueError(f"root must have one value per mu column ({lo.size}); got shape {root.shape}")
+    return np.where(np.isfinite(root), lo - root, np.nan)
 
 
 def giant_step_overlap(A, noise_sq):
