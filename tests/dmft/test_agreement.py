@@ -6,29 +6,38 @@ import pytest
 from tsdyn import dmft
 
 
-def _agree(p, t_max, *, d, sim_seeds, dmft_seeds, n_samples, variables, z_max=4.5):
+# Deviations are |t|-like variables with 2 to 10 Welch degrees of freedom (few seeds per
+# curve: heavy tails), ~30 to 100 per test and correlated in time. The bound is the 99%
+# quantile of the largest of that many independent |t| variables with their own dof
+# (dmft.max_abs_t_quantile_mixed): a correct implementation fails it about 1% of the
+# time per test if the points were independent (less, as they are positively correlated).
+Q_MAX = 0.99
+
+
+def _agree(p, t_max, *, d, sim_seeds, dmft_seeds, n_samples, variables):
     """Simulations at dimension d (sim_seeds training sets) against the DMFT (dmft_seeds
-    Monte Carlo seeds), every 5th time point: |sim - DMFT| below ``z_max`` combined standard
+    Monte Carlo seeds), every 5th time point: |sim - DMFT| below z_max combined standard
     errors plus the finite-d bias of the means, O(1/d) relative (allowed as |DMFT|/d on
-    top of z_max standard errors). Returns the deviations in combined standard errors and
-    their Welch degrees of freedom."""
+    top), with z_max the Q_MAX quantile of the largest of the deviations' |t| (Welch dof,
+    above). Returns the deviations in combined standard errors, their Welch degrees of
+    freedom and the DMFT mean."""
     sim = dmft.simulate_seeds(p, t_max, d=d, seeds=sim_seeds)
     th, th_se, sols = dmft.solve_seeds(p, t_max, seeds=dmft_seeds, n_samples=n_samples)
     assert all(bool(s.converged) for s in sols)
+    z_all, dof_all = dmft.deviations(sim, th, th_se, n_theory=dmft_seeds, variables=variables)
+    z_max = dmft.max_abs_t_quantile_mixed(dof_all, q=Q_MAX)
     sl = slice(5, None, 5)
     for v in variables:
         ms, ss, md, sd = sim[v].values, sim[v + "_se"].values, th[v].values, th_se[v].values
         z = np.abs(ms - md)[sl] / (np.hypot(ss, sd)[sl] + np.abs(md[sl]) / d / z_max)
-        assert np.all(z < z_max), (v, z)
-    return (*dmft.deviations(sim, th, th_se, n_theory=dmft_seeds, variables=variables), th)
+        assert np.all(z < z_max), (v, z, z_max)
+    return z_all, dof_all, th
 
 
 def test_dmft_matches_simulation_two_cluster_logistic_sgd():
     """Two-cluster, logistic loss, SGD with b = 0.3 at eta = dt = 0.2 (the DMFT is then the
     d -> infinity limit of this very algorithm). Simulations: d = 400, 6 seeds; DMFT: 3
-    Monte Carlo seeds. 4.5 combined standard errors: the largest of ~30 |t|-like
-    deviations with 2 to 7 Welch degrees of freedom exceeds it with probability of a
-    few percent; plus the O(1/d) bias."""
+    Monte Carlo seeds; bound as in :func:`_agree`."""
     p = dmft.Params(alpha=2.0, Delta=0.5, b=0.3, eta=0.2, R0=0.01)
     _agree(p, 6.0, d=400, sim_seeds=6, dmft_seeds=3, n_samples=2000,
            variables=("m", "C_diag", "eg", "train_loss", "train_acc"))
@@ -37,7 +46,7 @@ def test_dmft_matches_simulation_two_cluster_logistic_sgd():
 @pytest.mark.parametrize("model, extra", [("two-cluster", {}), ("three-cluster", dict(L=0.7))])
 def test_gradient_flow_dmft_matches_simulation_square_loss(model, extra):
     """Full-batch GD with the square loss (three-cluster: non-convex in w), d = 300, 4 seeds,
-    DMFT 2 seeds: 4.5 combined standard errors plus 1/d relative bias (as above)."""
+    DMFT 2 seeds: bound as in :func:`_agree` (with 1/d relative bias)."""
     p = dmft.Params(alpha=2.0, Delta=0.2, b=1.0, eta=0.1, loss="square", model=model, R0=0.5,
                     m0=0.1, **extra)
     _agree(p, 3.0, d=300, sim_seeds=4, dmft_seeds=2, n_samples=1500,
@@ -64,17 +73,60 @@ def test_persistent_sgd_approaches_sgd_as_tau_decreases():
     assert gaps[2] < 0.25 * ref, (gaps, ref)
 
 
-def test_persistent_sgd_at_dt_eta_is_discrete_sgd():
+def _numpy_sgd(alpha, Delta, b, eta, R0, t_max, d, seed):
+    """Plain SGD written independently of tsdyn: two-cluster data (rho = 1/2), logistic
+    loss, lam = 0, m0 = 0, |w(0)|^2 = R0 d exactly (w(0) orthogonal to v*), and each
+    step's batch an i.i.d. Bernoulli(b) draw. Returns m(t) and the mean training loss."""
+    rng = np.random.default_rng(seed)
+    n = int(round(alpha * d))
+    v = rng.standard_normal(d)
+    v *= np.sqrt(d) / np.linalg.norm(v)
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    X = np.outer(y, v) / np.sqrt(d) + np.sqrt(Delta) * rng.standard_normal((n, d))
+    w = rng.standard_normal(d)
+    w -= (w @ v) / d * v
+    w *= np.sqrt(R0 * d) / np.linalg.norm(w)
+    steps = int(round(t_max / eta))
+    batches = rng.random((steps, n)) < b
+    m, loss = np.empty(steps + 1), np.empty(steps + 1)
+    for k in range(steps + 1):
+        r = X @ w / np.sqrt(d)
+        m[k], loss[k] = w @ v / d, np.mean(np.logaddexp(0.0, -y * r))
+        if k < steps:
+            dl = -y / (1.0 + np.exp(y * r))  # d/dr of ln(1 + exp(-y r))
+            w = w - eta * (X.T @ (batches[k] * dl)) / np.sqrt(d)
+    return m, loss
+
+
+def test_persistent_sgd_at_tau_eta_over_b_is_sgd_in_distribution():
     """At tau = eta/b and dt = eta the persistent chain leaves the batch with probability
     (1-b) eta/(b tau) = 1 - b and enters it with probability b per step: each step's batch
-    is a fresh Bernoulli(b), i.e. plain SGD. Both the simulation and the DMFT give the same
-    numbers for (tau = eta/b) and (tau = None) up to float rounding of the probabilities."""
-    base = dict(alpha=2.0, Delta=0.5, b=0.3, eta=0.2, R0=0.01)
-    sgd, ps = dmft.Params(**base), dmft.Params(**base, tau=0.2 / 0.3)
-    a, b = dmft.simulate(sgd, 4.0, d=100, seed=1), dmft.simulate(ps, 4.0, d=100, seed=1)
-    np.testing.assert_allclose(a.train_loss.values, b.train_loss.values, rtol=1e-12)
-    sa, sb = dmft.solve(sgd, 4.0, n_samples=300), dmft.solve(ps, 4.0, n_samples=300)
-    np.testing.assert_allclose(sa.train_loss.values, sb.train_loss.values, rtol=1e-9)
+    is a fresh Bernoulli(b), i.e. plain SGD. Checked against an independent NumPy SGD with
+    i.i.d. batches (other random numbers, so in distribution): means over 10 + 10 training
+    sets at d = 100, every 4th step, within the 99% quantile of the largest |t| of that
+    many Welch deviations. (This comparison has little power against a mildly persistent
+    chain; the batch paths themselves are checked for step-to-step independence.)"""
+    alpha, Delta, b, eta, R0, t_max, d, seeds = 2.0, 0.5, 0.3, 0.2, 0.01, 4.0, 100, 10
+    p = dmft.Params(alpha=alpha, Delta=Delta, b=b, eta=eta, R0=R0, tau=eta / b)
+    ours = [dmft.simulate(p, t_max, d=d, seed=s) for s in range(seeds)]
+    ref = [_numpy_sgd(alpha, Delta, b, eta, R0, t_max, d, 1000 + s) for s in range(seeds)]
+    zs, dofs = [], []
+    for k, v in enumerate(("m", "train_loss")):
+        a = np.stack([o[v].values for o in ours])[:, 4::4]
+        c = np.stack([r[k] for r in ref])[:, 4::4]
+        sa, sc = a.std(0, ddof=1) / np.sqrt(seeds), c.std(0, ddof=1) / np.sqrt(seeds)
+        zs.append(np.abs(a.mean(0) - c.mean(0)) / np.hypot(sa, sc))
+        dofs.append(dmft.welch_dof(sa, seeds, sc, seeds))
+    z, dof = np.concatenate(zs), np.concatenate(dofs)
+    assert z.max() < dmft.max_abs_t_quantile_mixed(dof, q=0.99), (z, dof)
+    # the indicators at tau = eta/b: mean b and no correlation between consecutive steps
+    # (a persistent chain has lag-1 correlation 1 - eta/(b tau)); 4 standard errors of a
+    # mean / correlation over 2e5 (nearly) independent pairs
+    s = dmft.batch_indicators(p, 200, 1000, seed=3).astype(float)
+    n_pairs = s[1:].size
+    assert abs(s.mean() - b) < 4 * np.sqrt(b * (1 - b) / s.size)
+    corr = np.mean((s[1:] - b) * (s[:-1] - b)) / (b * (1 - b))
+    assert abs(corr) < 4 / np.sqrt(n_pairs), corr
 
 
 def test_persistent_sgd_dmft_matches_simulation():
@@ -92,15 +144,12 @@ def test_dmft_matches_simulation_three_cluster_logistic_sgd():
     quick preset), while m grows from 0.05 to ~2 and eg falls to its plateau.
     Simulations: d = 300, 6 seeds; DMFT: 6 Monte Carlo seeds (m grows from m0 at a rate the
     Monte Carlo noise of the samples perturbs, so a single seed's error bar is not enough).
-    Every 5th time point: 4.5 combined standard errors plus the O(1/d) bias (as for the
-    two-cluster test); and the root-mean-square deviation, in combined standard errors,
-    within twice that of pure statistical error (t variables with the points' Welch
-    degrees of freedom; the factor 2 covers the sampling spread of an rms over strongly
-    correlated time points, and the O(1/d) bias), as the chapter asserts for Section 1."""
+    Every 5th time point: bound as in :func:`_agree`. (The root-mean-square deviation is
+    not asserted: with strongly correlated time points and 6 seeds its sampling spread is
+    not known, and the chapter measures it near twice that of independent t variables.)"""
     p = dmft.Params(alpha=2.0, Delta=0.05, b=0.3, eta=0.2, R0=1.0, model="three-cluster", L=0.7,
                     m0=0.05)
-    z, dof, th = _agree(p, 20.0, d=300, sim_seeds=6, dmft_seeds=6, n_samples=1500,
-                        variables=("m", "C_diag", "eg", "train_loss", "train_acc"))
+    _, _, th = _agree(p, 20.0, d=300, sim_seeds=6, dmft_seeds=6, n_samples=1500,
+                      variables=("m", "C_diag", "eg", "train_loss", "train_acc"))
     # the curves move: m grows several-fold and eg drops, so agreement is not trivial
     assert th.m.values[-1] > 10 * p.m0
-    assert np.sqrt(np.mean(z ** 2)) < 2 * dmft.rms_t_expected(dof), (np.sqrt(np.mean(z ** 2)), dof)

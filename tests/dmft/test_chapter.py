@@ -78,3 +78,9 @@ def test_bad_parameter_fails_in_the_first_cells(tmp_path):
     assert_fails_in_first_cells(
         "03_dmft", tmp_path, {"two_bs": [1.5]},
         r"b \(mean batch fraction\) must be a finite number in \(0.0, 1.0\]; got 1.5")
+
+
+def test_sweep_without_the_chapters_d_fails_in_the_first_cells(tmp_path):
+    assert_fails_in_first_cells(
+        "03_dmft", tmp_path, {"gap_ds": [200, 1000]},
+        r"gap_ds must contain d = 400")
