@@ -39,30 +39,59 @@ def test_chapter_agreement_figures(glued):
     # boundaries; at d = 128 with 3 runs per point at least 80% of the grid.
     assert g["phase_agree"] >= 0.8
     # The four (mu, delta) diagrams (l = 2 projected, l = 3 projected, l = 2 correlation loss,
-    # l = 2 spherical; d = 128, 3 runs per point) against the theory's finite-d verdict. At
-    # d = 128 a boundary is blurred over ~ln(3)/ln d = 0.23 in delta (escape over the unstable
-    # overlap m* = m0 d^(delta_c - delta) by a 3-sd fluctuation; run-to-run spread of T at the
-    # budget line), i.e. one grid step (0.25): every measured edge of the learning region within
-    # one grid step of the theory's, and, at points a grid step or more from the theory's
-    # boundary, where it predicts recovery with probability near 1 or 0, the mean fraction of
-    # runs recovered >= 0.8 inside and <= 0.2 outside (3 runs per point: 1/3 steps).
+    # l = 2 spherical; d = 128, 3 runs per point) against the theory's finite-d verdict.
     for tag in ("l2", "l3", "corr", "sph"):
-        assert g[f"phase_{tag}_lower_off"] <= 0.25 and g[f"phase_{tag}_upper_off"] <= 0.25, tag
-        assert g[f"phase_{tag}_n_in"] >= 1 and g[f"phase_{tag}_in"] >= 0.8, tag
+        step, blur = g[f"phase_{tag}_step"], g[f"phase_{tag}_blur"]
+        # The grid step glued is the preset's; the blur is ln(3)/ln d (escape over the unstable
+        # overlap m* = m0 d^(root - delta) by a 3 m0 fluctuation), computed in the notebook.
+        lower = [float(x) for x in g[f"phase_{tag}_lower_signed"].split(", ")]
+        upper = [float(x) for x in g[f"phase_{tag}_upper_signed"].split(", ")]
+        # Every measured edge within one grid step of the theory's (the grid cannot resolve less),
+        # and the one-sided bias the text states: learning extends below the theory's lower edge
+        # and above its upper edge, never the other way.
+        assert g[f"phase_{tag}_lower_off"] <= step and g[f"phase_{tag}_upper_off"] <= step, tag
+        assert max(lower) <= 0 and min(upper) >= 0, tag
+        assert g[f"phase_{tag}_lower_mean"] == pytest.approx(sum(lower) / len(lower), abs=1e-3), tag
+        # The lower edge against the theory's finite-d noise root (not the crosses): never further
+        # below it than the finite-d blur ln(3)/ln d, and in the columns off by one grid step within
+        # that blur of the root (so the bias is what finite d explains, not a grid-sized tolerance).
+        assert g[f"phase_{tag}_root_gap_min"] >= -blur, tag
+        if g[f"phase_{tag}_n_off"]:
+            assert g[f"phase_{tag}_off_root_max"] <= blur, tag
+        # Away from the boundary (a grid step or more), where the theory predicts recovery with
+        # probability near 1 or 0: mean fraction recovered >= 0.8 inside and <= 0.2 outside (3 runs
+        # per point: 1/3 steps). At least 3 decided points inside, except in the l = 3 wedge, which
+        # has at most 3 theory rows per column (one decided point each, in the two widest columns):
+        # the edges carry the check there (the text says why the grid is not enlarged).
+        n_in_min = 2 if tag == "l3" else 3
+        assert g[f"phase_{tag}_n_in"] >= n_in_min and g[f"phase_{tag}_in"] >= 0.8, tag
         assert g[f"phase_{tag}_n_out"] >= 5 and g[f"phase_{tag}_out"] <= 0.2, tag
         assert g[f"phase_{tag}_agree"] >= 0.8, tag
+    assert g["phase_l3_rows_max"] <= 3  # the "thin wedge" of the text
     # The theory's finite-d noise boundary tends to the line delta = l/2 - mu with the offset
     # ln(kappa)/ln d: at d = 1e6 the rescaled offset is ln kappa to 0.02 (next order), and the
-    # offset shrinks from d = 128.
+    # offset shrinks from d = 128; the rescaled offset is "nearly d-independent": its gap to
+    # ln kappa is at most 0.2 at d = 128 (quoted in the text) and shrinks with d.
     for tag in ("l3", "corr"):
         assert abs(g[f"noise_off_lnd_{tag}_big"] - g[f"noise_lnkappa_{tag}"]) <= 0.02, tag
         assert abs(g[f"noise_off_{tag}_big"]) < abs(g[f"noise_off_{tag}"]), tag
+        assert abs(g[f"noise_lnd_gap_{tag}_big"]) < abs(g[f"noise_lnd_gap_{tag}"]) <= 0.2, tag
+    # Projected SGD below delta = 0: the finite-d dynamics still recover somewhere (as the text
+    # lists), and the radial part gamma |B| of a step there is "about 1" (within a factor 2).
+    assert g["phase_l2_th_below0_n"] >= 1 and g["phase_radial_delta"] < 0
+    assert 0.5 <= g["phase_radial_step"] <= 2
+    # The prefactors E[F^2] of the two variants differ, and the glued mu_c follow from them:
+    # mu_c(sph) - mu_c(corr) = ln(E_sph / E_corr) / ln d (to the 2-decimal rounding of mu_c).
+    import math
+    assert g["giant_EF2_sph"] != g["giant_EF2_corr"]
+    assert abs(g["giant_mu_c_sph"] - g["giant_mu_c_corr"]
+               - math.log(g["giant_EF2_sph"] / g["giant_EF2_corr"]) / math.log(g["phase_d"])) <= 0.01
     # The giant-step boundary of the correlation loss and spherical SGD: at the lowest delta the
-    # first mu where at least half of the runs recover lies within one grid step (0.25) above
+    # first mu where at least half of the runs recover lies within one grid step in mu (phase_mu_step) above
     # the predicted mu_c (the grid resolves it only from above); projected SGD recovers nowhere in
     # that row (fewer than half of the runs at every mu).
     for tag in ("corr", "sph"):
-        assert 0 <= g[f"giant_mu_meas_{tag}"] - g[f"giant_mu_c_{tag}"] <= 0.25, tag
+        assert 0 <= g[f"giant_mu_meas_{tag}"] - g[f"giant_mu_c_{tag}"] <= g["phase_mu_step"], tag
     assert g["phase_l2_lowest_row_max"] < 0.5
     # Optimal batch measured as the edge of the n_b T plateau (largest grid n_b within
     # samples_factor = 2 of the minimum). l = 2, d = 1024: predicted mu = l/2 = 1 lies on the
