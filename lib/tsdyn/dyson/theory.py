@@ -259,6 +259,41 @@ def _coefficient(name, value, P, n_rec):
     return np.ascontiguousarray(arr)
 
 
+def _recording_times(tau):
+    tau = np.asarray(tau, float)
+    if tau.ndim != 1 or len(tau) < 2 or tau[0] != 0.0 or np.any(np.diff(tau) <= 0):
+        raise ValueError("tau must be an increasing 1-D array of recording times starting at 0")
+    return tau
+
+
+def _substeps(tau, dt, min_substeps):
+    """Euler steps per recording interval: at least ``min_substeps``, each at most ``dt`` long."""
+    _validate.integer("min_substeps", min_substeps, low=1, doc="steps per recording interval")
+    return np.maximum(min_substeps, np.ceil(np.diff(tau) / dt - 1e-9)).astype(np.int64)
+
+
+def _step_pair(kernel, start, tau, n_sub, args, *, seed, levels, check, tail=()):
+    """Run an Euler-Maruyama ``kernel`` at the step of ``n_sub`` and, if ``check``, at half
+    that step on the same Brownian paths.
+
+    Unit normals are drawn on the fine (half-step) grid; each coarse increment is the sum of
+    two fine ones divided by sqrt 2. ``kernel(start, tau, n_sub, *args, xi, out, *tail)`` fills
+    ``out`` of shape (paths, n_rec) + levels. Returns (coarse, fine or None, strong error or None),
+    the strong error being the largest over recording times of mean |coarse - fine| / mean |fine|.
+    """
+    P, n_rec = len(start), len(tau)
+    rng = np.random.default_rng(_seeds.seed_sequence(seed))
+    fine = rng.standard_normal((P, 2 * int(n_sub.sum())) + levels)
+    coarse = np.ascontiguousarray((fine[:, 0::2] + fine[:, 1::2]) / math.sqrt(2.0))
+    x = kernel(start, tau, n_sub, *args, coarse, np.empty((P, n_rec) + levels), *tail)
+    if not check:
+        return x, None, None
+    x2 = kernel(start, tau, 2 * n_sub, *args, fine, np.empty((P, n_rec) + levels), *tail)
+    other = (0,) + tuple(range(2, x.ndim))
+    strong = float(np.max(np.mean(np.abs(x - x2), axis=other) / np.mean(np.abs(x2), axis=other)))
+    return x, x2, strong
+
+
 def level_spacing_sde(S0, tau, *, K_S, V_S, D_S, T, dt, seed, n_paths=None, check=True, min_substeps=1,
                       interpolate="hold"):
     """Integrate the level-spacing Langevin equation (Park et al. eq. 4.8) by Euler-Maruyama.
@@ -306,9 +341,7 @@ def level_spacing_sde(S0, tau, *, K_S, V_S, D_S, T, dt, seed, n_paths=None, chec
     """
     _validate.real("T", T, low=0.0, low_open=True, doc="temperature")
     _validate.real("dt", dt, low=0.0, low_open=True, doc="time step")
-    tau = np.asarray(tau, float)
-    if tau.ndim != 1 or len(tau) < 2 or tau[0] != 0.0 or np.any(np.diff(tau) <= 0):
-        raise ValueError("tau must be an increasing 1-D array of recording times starting at 0")
+    tau = _recording_times(tau)
     if interpolate not in ("hold", "linear"):
         raise ValueError(f"interpolate must be 'hold' or 'linear'; got {interpolate!r}")
     ss = _seeds.seed_sequence(seed)
@@ -328,22 +361,15 @@ def level_spacing_sde(S0, tau, *, K_S, V_S, D_S, T, dt, seed, n_paths=None, chec
     D = _coefficient("D_S", D_S, P, n_rec)
     if np.any(D < 0) or np.any(V < 0):
         raise ValueError("V_S and D_S (variances) must be >= 0")
-    _validate.integer("min_substeps", min_substeps, low=1, doc="steps per recording interval")
-    n_sub = np.maximum(min_substeps, np.ceil(np.diff(tau) / dt - 1e-9)).astype(np.int64)
-    lin = interpolate == "linear"
-    rng = np.random.default_rng(ss)
-    xi_fine = rng.standard_normal((P, 2 * int(n_sub.sum())))
-    xi = (xi_fine[:, 0::2] + xi_fine[:, 1::2]) / math.sqrt(2.0)
-    S = _kernels.level_spacing_em(S0, tau, n_sub, K, V, D, float(T), xi, np.empty((P, n_rec)), lin)
+    n_sub = _substeps(tau, dt, min_substeps)
+    S, S2, strong = _step_pair(_kernels.level_spacing_em, S0, tau, n_sub, (K, V, D, float(T)), seed=ss,
+                               levels=(), check=check, tail=(interpolate == "linear",))
     data = {"S": (("tau", "path"), S.T, {"long_name": "average level spacing (4.8)"})}
     attrs = {"T": float(T), "dt": float(dt), "interpolate": interpolate, "tsdyn_version": __version__,
              "kind": "theory"}
     if check:
-        S2 = _kernels.level_spacing_em(S0, tau, 2 * n_sub, K, V, D, float(T), xi_fine,
-                                       np.empty((P, n_rec)), lin)
         data["S_half"] = (("tau", "path"), S2.T, {"long_name": "same paths at step dt/2"})
-        attrs["strong_error"] = float(np.max(np.mean(np.abs(S - S2), axis=0)
-                                             / np.mean(np.abs(S2), axis=0)))
+        attrs["strong_error"] = strong
     return xr.Dataset(data, coords={"tau": ("tau", tau, {"units": "eps x SGD steps"}),
                                     "path": np.arange(P)}, attrs=attrs)
 
@@ -377,11 +403,8 @@ def dyson_sde(x0, tau, *, K, V, T, dt, seed, check=True, min_substeps=1):
     """
     _validate.real("T", T, low=0.0, low_open=True, doc="temperature")
     _validate.real("dt", dt, low=0.0, low_open=True, doc="time step")
-    _validate.integer("min_substeps", min_substeps, low=1, doc="steps per recording interval")
     ss = _seeds.seed_sequence(seed)
-    tau = np.asarray(tau, float)
-    if tau.ndim != 1 or len(tau) < 2 or tau[0] != 0.0 or np.any(np.diff(tau) <= 0):
-        raise ValueError("tau must be an increasing 1-D array of recording times starting at 0")
+    tau = _recording_times(tau)
     x0 = np.asarray(x0, float)
     if x0.ndim != 2 or x0.shape[1] < 2 or not np.all(np.isfinite(x0)) or np.any(np.diff(x0, axis=1) <= 0):
         raise ValueError("x0 must have shape (paths, N >= 2) with finite, strictly ascending levels")
@@ -397,19 +420,21 @@ def dyson_sde(x0, tau, *, K, V, T, dt, seed, check=True, min_substeps=1):
                          f"({P}, {n_rec}, {N}, {N}) or ({P}, {N}, {N}); got {K.shape}, {V.shape}")
     if not (np.all(np.isfinite(K)) and np.all(np.isfinite(V)) and np.all(V >= 0)):
         raise ValueError("K must be finite and V finite and >= 0")
-    n_sub = np.maximum(min_substeps, np.ceil(np.diff(tau) / dt - 1e-9)).astype(np.int64)
-    rng = np.random.default_rng(ss)
-    xi_fine = rng.standard_normal((P, 2 * int(n_sub.sum()), N))
-    xi = (xi_fine[:, 0::2] + xi_fine[:, 1::2]) / math.sqrt(2.0)
-    K, V = np.ascontiguousarray(K), np.ascontiguousarray(V)
-    x = _kernels.dyson_em(x0, tau, n_sub, K, V, float(T), np.ascontiguousarray(xi), np.empty((P, n_rec, N)))
-    data = {"x": (("tau", "path", "eig"), x.transpose(1, 0, 2), {"long_name": "eigenvalues (4.3)"})}
+    args = (np.ascontiguousarray(K), np.ascontiguousarray(V), float(T))
+    x, x2, strong = _step_pair(_kernels.dyson_em, x0, tau, _substeps(tau, dt, min_substeps), args, seed=ss,
+                               levels=(N,), check=check)
+    return _levels_dataset(x, x2, strong, tau, T, dt, "eigenvalues (4.3)")
+
+
+def _levels_dataset(x, x2, strong, tau, T, dt, long_name):
+    """The Dataset of a Dyson integrator: ``x`` (tau, path, eig), and ``x_half`` and
+    ``attrs["strong_error"]`` when the half-step run exists."""
+    data = {"x": (("tau", "path", "eig"), x.transpose(1, 0, 2), {"long_name": long_name})}
     attrs = {"T": float(T), "dt": float(dt), "tsdyn_version": __version__, "kind": "theory"}
-    if check:
-        x2 = _kernels.dyson_em(x0, tau, 2 * n_sub, K, V, float(T), xi_fine, np.empty((P, n_rec, N)))
+    if x2 is not None:
         data["x_half"] = (("tau", "path", "eig"), x2.transpose(1, 0, 2), {"long_name": "same paths at dt/2"})
-        attrs["strong_error"] = float(np.max(np.mean(np.abs(x - x2), axis=(0, 2))
-                                             / np.mean(np.abs(x2), axis=(0, 2))))
+        attrs["strong_error"] = strong
+    P, _, N = x.shape
     return xr.Dataset(data, coords={"tau": ("tau", tau, {"units": "eps x SGD steps"}),
                                     "path": np.arange(P), "eig": np.arange(N)}, attrs=attrs)
 
@@ -450,11 +475,8 @@ def dyson_sde_wishart(x0, tau, *, x_ref, K, V, C, T, dt, seed, check=True, min_s
     """
     _validate.real("T", T, low=0.0, low_open=True, doc="temperature")
     _validate.real("dt", dt, low=0.0, low_open=True, doc="time step")
-    _validate.integer("min_substeps", min_substeps, low=1, doc="steps per recording interval")
     ss = _seeds.seed_sequence(seed)
-    tau = np.asarray(tau, float)
-    if tau.ndim != 1 or len(tau) < 2 or tau[0] != 0.0 or np.any(np.diff(tau) <= 0):
-        raise ValueError("tau must be an increasing 1-D array of recording times starting at 0")
+    tau = _recording_times(tau)
     x0 = np.asarray(x0, float)
     if x0.ndim != 2 or x0.shape[1] < 2 or not np.all(np.isfinite(x0)) or np.any(x0 <= 0) \
             or np.any(np.diff(x0, axis=1) <= 0):
@@ -470,23 +492,11 @@ def dyson_sde_wishart(x0, tau, *, x_ref, K, V, C, T, dt, seed, check=True, min_s
         raise ValueError("x_ref must be > 0 and V >= 0")
     k = K / np.sqrt(x_ref)
     v = np.diagonal(V, axis1=-2, axis2=-1) / x_ref
-    n_sub = np.maximum(min_substeps, np.ceil(np.diff(tau) / dt - 1e-9)).astype(np.int64)
-    rng = np.random.default_rng(ss)
-    xi_fine = rng.standard_normal((P, 2 * int(n_sub.sum()), N))
-    xi = np.ascontiguousarray((xi_fine[:, 0::2] + xi_fine[:, 1::2]) / math.sqrt(2.0))
     args = (np.ascontiguousarray(k), np.ascontiguousarray(v), np.ascontiguousarray(C), np.ascontiguousarray(V),
             float(T))
-    s0 = np.sqrt(x0)
-    x = _kernels.dyson_sv_em(s0, tau, n_sub, *args, xi, np.empty((P, n_rec, N)))
-    data = {"x": (("tau", "path", "eig"), x.transpose(1, 0, 2), {"long_name": "eigenvalues (4.3) + Ito drift"})}
-    attrs = {"T": float(T), "dt": float(dt), "tsdyn_version": __version__, "kind": "theory"}
-    if check:
-        x2 = _kernels.dyson_sv_em(s0, tau, 2 * n_sub, *args, xi_fine, np.empty((P, n_rec, N)))
-        data["x_half"] = (("tau", "path", "eig"), x2.transpose(1, 0, 2), {"long_name": "same paths at dt/2"})
-        attrs["strong_error"] = float(np.max(np.mean(np.abs(x - x2), axis=(0, 2))
-                                             / np.mean(np.abs(x2), axis=(0, 2))))
-    return xr.Dataset(data, coords={"tau": ("tau", tau, {"units": "eps x SGD steps"}),
-                                    "path": np.arange(P), "eig": np.arange(N)}, attrs=attrs)
+    x, x2, strong = _step_pair(_kernels.dyson_sv_em, np.sqrt(x0), tau, _substeps(tau, dt, min_substeps), args,
+                               seed=ss, levels=(N,), check=check)
+    return _levels_dataset(x, x2, strong, tau, T, dt, "eigenvalues (4.3) + Ito drift")
 
 
 # ------------------------------------------------------------------ phase boundaries
