@@ -58,7 +58,7 @@ def test_log_plus_linear_recording_grid():
     assert set(dyson.record_steps(1000, 11, "log")) <= set(rec)
     assert set(range(0, 1001, 100)) <= set(rec)
     assert np.max(np.diff(rec)) <= 100 and np.all(np.diff(rec) > 0)
-    with pytest.raises(ValueError, match=r"spacing must be 'log', 'linear' or 'log\+linear'"):
+    with pytest.raises(ValueError, match=r"spacing must be one of .*'log\+linear'"):
         dyson.record_steps(1000, 11, "geometric")
 
 

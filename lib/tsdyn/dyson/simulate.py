@@ -3,7 +3,7 @@
 import numpy as np
 import xarray as xr
 
-from .. import __version__, _seeds, _validate
+from .. import __version__, _grids, _seeds, _validate
 from . import _kernels
 from .params import Params
 
@@ -67,19 +67,7 @@ def record_steps(steps, n_points, spacing="log"):
     "log+linear": the union of both grids of ``n_points`` (fine early on a log axis and
     no interval longer than steps / (n_points - 1) late, for coefficients measured along
     the run)."""
-    _validate.integer("steps", steps, low=1, doc="number of SGD steps")
-    _validate.integer("n_points", n_points, low=2, doc="number of recording times")
-    log = np.concatenate([[0.0], np.geomspace(1.0, steps, n_points - 1)])
-    lin = np.linspace(0.0, steps, n_points)
-    if spacing == "log":
-        grid = log
-    elif spacing == "linear":
-        grid = lin
-    elif spacing == "log+linear":
-        grid = np.concatenate([log, lin])
-    else:
-        raise ValueError(f"spacing must be 'log', 'linear' or 'log+linear'; got {spacing!r}")
-    return np.unique(np.round(grid).astype(np.int64))
+    return _grids.integer_grid(steps, n_points, spacing)
 
 
 def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log", moment_samples=None,

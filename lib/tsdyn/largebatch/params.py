@@ -2,26 +2,17 @@
 
 from dataclasses import dataclass
 
-import numpy as np
-
-from .. import _validate
+from .. import _grids, _validate
 from . import functions
 
 LOSSES = ("square", "correlation")
-SPACINGS = ("linear", "log")
 
 
 def record_steps(steps, n_points, spacing):
     """The recording times of a run (simulation or theory): ``n_points`` steps in [0, steps],
     evenly spaced (``"linear"``) or geometric from 1 (``"log"``, with 0 first), rounded to
-    whole steps, duplicates dropped."""
-    if spacing == "linear":
-        grid = np.linspace(0, steps, n_points)
-    elif spacing == "log":
-        grid = np.concatenate([[0], np.geomspace(1, steps, n_points - 1)])
-    else:
-        raise ValueError(f"spacing must be one of {SPACINGS}; got {spacing!r}")
-    return np.unique(np.round(grid).astype(np.int64))
+    whole steps, duplicates dropped (:func:`tsdyn._grids.integer_grid`)."""
+    return _grids.integer_grid(steps, n_points, spacing)
 ALGORITHMS = ("projected", "spherical")
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 import xarray as xr
 
-from .. import __version__, _validate
+from .. import __version__, _grids
 from . import _kernels, _seeds
 from .analysis import hamming, tp_tn_rates
 from .networks import compact, dense, draw_networks, transpose_lists
@@ -19,15 +19,7 @@ def record_sweeps(sweeps, n_points, spacing="log", *, name="sweeps", doc="Monte 
     ``name`` and ``doc`` name the length of the run in error messages (:func:`sgd`
     passes "steps", "SGD steps").
     """
-    _validate.integer(name, sweeps, low=1, doc=doc)
-    _validate.integer("n_points", n_points, low=2, doc="number of recording times")
-    if spacing == "log":
-        t = np.geomspace(1, sweeps, n_points - 1)
-    elif spacing == "linear":
-        t = np.linspace(0, sweeps, n_points)
-    else:
-        raise ValueError(f"spacing must be 'log' or 'linear'; got {spacing!r}")
-    return np.unique(np.concatenate([[0], np.round(t).astype(np.int64), [sweeps]]))
+    return _grids.integer_grid(sweeps, n_points, spacing, name=name, doc=doc)
 
 
 class _Model:
