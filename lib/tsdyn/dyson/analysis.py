@@ -163,20 +163,11 @@ def halfway_crossing(x, samples, *, n_boot=0, seed=0):
         raise ValueError(f"samples must have shape (len(x), n_models) = ({len(x)}, ...); got {a.shape}")
     _validate.integer("n_boot", n_boot, low=0, doc="bootstrap resamples")
 
-    def estimate(m):
+    def estimate(s):
+        m = np.nanmean(s, axis=1)
         return crossing(x, m, 0.5 * (m[0] + m[-1]))
 
-    xc = estimate(np.nanmean(a, axis=1))
-    if n_boot == 0:
-        return xc, float("nan"), float("nan")
-    rng = np.random.default_rng(_seeds.seed_sequence(seed))
-    n = a.shape[1]
-    boot = np.array([estimate(np.nanmean(np.take_along_axis(a, rng.integers(0, n, a.shape), 1), axis=1))
-                     for _ in range(n_boot)])
-    if np.mean(np.isfinite(boot)) < 0.9:
-        return xc, float("nan"), float("nan")
-    lo, hi = np.nanquantile(boot, [0.16, 0.84])
-    return xc, float(lo), float(hi)
+    return _bootstrapped(estimate, a, n_boot, seed)
 
 
 def fraction_crossing(x, flags, level, *, n_boot=0, seed=0):
@@ -193,13 +184,19 @@ def fraction_crossing(x, flags, level, *, n_boot=0, seed=0):
         raise ValueError(f"flags must have shape (len(x), n_models) = ({len(x)}, ...); got {a.shape}")
     _validate.real("level", level, low=0.0, high=1.0, low_open=True, high_open=True, doc="fraction")
     _validate.integer("n_boot", n_boot, low=0, doc="bootstrap resamples")
-    xc = crossing(x, a.mean(axis=1), level)
+    return _bootstrapped(lambda s: crossing(x, s.mean(axis=1), level), a, n_boot, seed)
+
+
+def _bootstrapped(estimate, a, n_boot, seed):
+    """(estimate(a), lo, hi): lo, hi the 16% and 84% quantiles of ``estimate`` over ``n_boot``
+    resamples of the columns (models) of ``a``, drawn independently in each row; NaN without
+    resamples, or if fewer than 90% of the resampled estimates are finite."""
+    xc = estimate(a)
     if n_boot == 0:
         return xc, float("nan"), float("nan")
     rng = np.random.default_rng(_seeds.seed_sequence(seed))
     n = a.shape[1]
-    boot = np.array([crossing(x, np.take_along_axis(a, rng.integers(0, n, a.shape), 1).mean(axis=1), level)
-                     for _ in range(n_boot)])
+    boot = np.array([estimate(np.take_along_axis(a, rng.integers(0, n, a.shape), 1)) for _ in range(n_boot)])
     if np.mean(np.isfinite(boot)) < 0.9:
         return xc, float("nan"), float("nan")
     lo, hi = np.nanquantile(boot, [0.16, 0.84])
