@@ -3,7 +3,7 @@
 import numpy as np
 import xarray as xr
 
-from .. import __version__, _validate
+from .. import __version__, _seeds, _validate
 from . import _kernels
 from .model import (ENERGY_ATTRS, cluster_labels, codes, draw_clusters, generalisation_error,
                     train_energy)
@@ -11,14 +11,6 @@ from .params import Params, check_params
 
 # Uniforms of the batch chain are drawn in blocks of at most this many numbers.
 _BLOCK_NUMBERS = 2 ** 20
-
-
-def _seed_sequence(seed):
-    if isinstance(seed, np.random.SeedSequence):
-        return seed
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0:
-        return np.random.SeedSequence(int(seed))
-    raise ValueError(f"seed must be a non-negative integer or a numpy SeedSequence; got {seed!r}")
 
 
 def _streams(ss, k):
@@ -80,7 +72,7 @@ def batch_indicators(params, n_steps, n, *, seed):
     check_params(params)
     _validate.integer("n_steps", n_steps, low=1, doc="number of steps")
     _validate.integer("n", n, low=1, doc="number of samples")
-    rng = np.random.default_rng(_seed_sequence(seed))
+    rng = np.random.default_rng(_seeds.seed_sequence(seed))
     p01, p10 = params.switch_probabilities(params.eta, name="eta")
     s = (rng.random(n) < params.b).astype(np.int8)
     out = np.empty((n_steps + 1, n), np.int8)
@@ -118,7 +110,7 @@ def simulate(params, t_max, *, d, seed, init="fixed"):
     check_params(params)
     _validate.integer("d", d, low=2, doc="dimension")
     n_steps = n_steps_for(t_max, params.eta)
-    ss = _seed_sequence(seed)
+    ss = _seeds.seed_sequence(seed)
     data_ss, init_ss, batch_ss = _streams(ss, 3)
     v_star, X, c, y = training_set(params, d, np.random.default_rng(data_ss))
     w = initial_weights(params, v_star, np.random.default_rng(init_ss), init)

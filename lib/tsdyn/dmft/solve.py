@@ -12,11 +12,11 @@ import numba
 import numpy as np
 import xarray as xr
 
-from .. import __version__, _validate
+from .. import __version__, _seeds, _validate
 from . import _kernels
 from .model import ENERGY_ATTRS, codes, generalisation_error, train_energy
 from .params import check_params
-from .simulate import _seed_sequence, n_steps_for
+from .simulate import n_steps_for
 
 
 class ConvergenceError(RuntimeError):
@@ -163,7 +163,7 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, damping=0.3, t
     _validate.integer("max_iter", max_iter, low=1, doc="iteration budget")
     _validate.real("eps", eps, low=0.0, doc="relative Cholesky shift")
     _validate.integer("threads", threads, low=1, doc="numba threads")
-    ss = _seed_sequence(seed)
+    ss = _seeds.seed_sequence(seed)
     keys = _keys(ss)
     p01, p10 = _chain_probabilities(params, dt)
     loss, model = codes(params)
