@@ -208,6 +208,19 @@ def level_spacing_em(S0, tau_grid, n_sub, K, V, Dc, T, xi, out, linear):
 
 
 @njit
+def _sort_levels(a):
+    """Sort ``a`` in place by insertion: after one Euler step the levels are almost always
+    still in order, so this is O(N) in practice."""
+    for i in range(1, len(a)):
+        val = a[i]
+        j = i - 1
+        while j >= 0 and a[j] > val:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = val
+
+
+@njit
 def dyson_em(x0, tau_grid, n_sub, K, V, T, xi, out):
     """Euler-Maruyama for the Dyson Brownian motion of the eigenvalues (Park et al. eq. 4.3):
 
@@ -235,13 +248,7 @@ def dyson_em(x0, tau_grid, n_sub, K, V, T, xi, out):
                         if j != i:
                             drift += T * V[p, r, i, j] / (x[i] - x[j])
                     new[i] = x[i] + drift * h + math.sqrt(T * V[p, r, i, i] * h) * xi[p, n, i]
-                for i in range(1, N):  # insertion sort: levels are almost always in order
-                    v = new[i]
-                    j = i - 1
-                    while j >= 0 and new[j] > v:
-                        new[j + 1] = new[j]
-                        j -= 1
-                    new[j + 1] = v
+                _sort_levels(new)
                 x[:] = new
                 n += 1
             out[p, r + 1] = x
@@ -319,13 +326,7 @@ def dyson_sv_em(s0, tau_grid, n_sub, k, v, c, Voff, T, xi, out):
                         new[i] = 0.5 * (b + root) if b >= 0.0 else 0.5 * q / (root - b)
                     else:
                         new[i] = abs(b + A * h / s[i]) if s[i] > 0.0 else abs(b)
-                for i in range(1, N):  # insertion sort
-                    val = new[i]
-                    j = i - 1
-                    while j >= 0 and new[j] > val:
-                        new[j + 1] = new[j]
-                        j -= 1
-                    new[j + 1] = val
+                _sort_levels(new)
                 for i in range(N):
                     s[i] = new[i]
                 n += 1
