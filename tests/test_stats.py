@@ -71,3 +71,14 @@ def test_max_abs_t_quantile():
     assert np.mean(maxima < c) == pytest.approx(0.95, abs=0.005)  # binomial s.e. 0.0015
     with pytest.raises(ValueError, match=r"q \(quantile\)"):
         max_abs_t_quantile(10, 3, q=1.0)
+
+
+def test_mixed_dof_quantile_reduces_to_equal_dof_one():
+    """With one dof for all deviations the root-found quantile is the closed form's
+    (brentq's default xtol 2e-12 sets the tolerance)."""
+    from tsdyn.stats import max_abs_t_quantile, max_abs_t_quantile_mixed
+
+    for n, dof, q in [(1, 5, 0.95), (30, 7, 0.99), (100, 12, 0.95)]:
+        assert max_abs_t_quantile_mixed([dof] * n, q=q) == pytest.approx(max_abs_t_quantile(n, dof, q), abs=1e-9)
+    with pytest.raises(ValueError, match="dofs"):
+        max_abs_t_quantile_mixed([])

@@ -1,4 +1,4 @@
-"""Small statistics used to turn runs into quoted numbers (fits, stationary means)."""
+"""Small statistics used to turn runs into quoted numbers (fits, stationary means, t yardsticks)."""
 
 import numpy as np
 
@@ -68,3 +68,40 @@ def max_abs_t_quantile(n, dof, q=0.95):
     _validate.integer("dof", dof, low=1, doc="degrees of freedom")
     _validate.real("q", q, low=0.0, high=1.0, low_open=True, high_open=True, doc="quantile")
     return float(t.ppf(1.0 - (1.0 - q ** (1.0 / n)) / 2.0, dof))
+
+
+def welch_dof(se_a, n_a, se_b, n_b):
+    """Welch-Satterthwaite degrees of freedom of (mean_a - mean_b) / hypot(se_a, se_b).
+
+    se_a, se_b: standard errors of two means from n_a and n_b independent runs. Between
+    min(n_a, n_b) - 1 (one error bar dominates) and n_a + n_b - 2 (equal variances).
+    """
+    va, vb = np.asarray(se_a, float) ** 2, np.asarray(se_b, float) ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (va + vb) ** 2 / (va ** 2 / (n_a - 1) + vb ** 2 / (n_b - 1))
+
+
+def max_abs_t_quantile_mixed(dofs, q=0.95):
+    """Quantile ``q`` of the largest of independent |t| variables with degrees of freedom
+    ``dofs`` (one each): the x with prod_i P(|t_dof_i| < x) = q (root of a monotone function)."""
+    from scipy.optimize import brentq
+    from scipy.stats import t as student
+
+    dofs = np.asarray(dofs, float)
+    _validate.real("q", q, low=0.0, high=1.0, low_open=True, high_open=True, doc="quantile")
+    if dofs.size == 0 or np.any(dofs <= 0):
+        raise ValueError(f"dofs (degrees of freedom) must be a non-empty list of positive numbers; got {dofs!r}")
+
+    def f(x):
+        return np.sum(np.log1p(-2.0 * student.sf(x, dofs))) - np.log(q)
+
+    return float(brentq(f, 1e-6, 1e3))
+
+
+def rms_t_expected(dofs):
+    """Root-mean-square of independent t variables with these degrees of freedom
+    (each has variance dof/(dof - 2); needs every dof > 2)."""
+    dofs = np.asarray(dofs, float)
+    if dofs.size == 0 or np.any(dofs <= 2):
+        raise ValueError(f"dofs (degrees of freedom) must all be > 2 for a finite variance; got {dofs!r}")
+    return float(np.sqrt(np.mean(dofs / (dofs - 2))))

@@ -3,13 +3,13 @@
 import numpy as np
 import pytest
 
-from tsdyn import dmft
+from tsdyn import dmft, stats
 
 
 # Deviations are |t|-like variables with 2 to 10 Welch degrees of freedom (few seeds per
 # curve: heavy tails), ~30 to 100 per test and correlated in time. The bound is the 99%
 # quantile of the largest of that many independent |t| variables with their own dof
-# (dmft.max_abs_t_quantile_mixed): a correct implementation fails it about 1% of the
+# (stats.max_abs_t_quantile_mixed): a correct implementation fails it about 1% of the
 # time per test if the points were independent (less, as they are positively correlated).
 Q_MAX = 0.99
 
@@ -25,7 +25,7 @@ def _agree(p, t_max, *, d, sim_seeds, dmft_seeds, n_samples, variables):
     th, th_se, sols = dmft.solve_seeds(p, t_max, seeds=dmft_seeds, n_samples=n_samples)
     assert all(bool(s.converged) for s in sols)
     z_all, dof_all = dmft.deviations(sim, th, th_se, n_theory=dmft_seeds, variables=variables)
-    z_max = dmft.max_abs_t_quantile_mixed(dof_all, q=Q_MAX)
+    z_max = stats.max_abs_t_quantile_mixed(dof_all, q=Q_MAX)
     sl = slice(5, None, 5)
     for v in variables:
         ms, ss, md, sd = sim[v].values, sim[v + "_se"].values, th[v].values, th_se[v].values
@@ -116,9 +116,9 @@ def test_persistent_sgd_at_tau_eta_over_b_is_sgd_in_distribution():
         c = np.stack([r[k] for r in ref])[:, 4::4]
         sa, sc = a.std(0, ddof=1) / np.sqrt(seeds), c.std(0, ddof=1) / np.sqrt(seeds)
         zs.append(np.abs(a.mean(0) - c.mean(0)) / np.hypot(sa, sc))
-        dofs.append(dmft.welch_dof(sa, seeds, sc, seeds))
+        dofs.append(stats.welch_dof(sa, seeds, sc, seeds))
     z, dof = np.concatenate(zs), np.concatenate(dofs)
-    assert z.max() < dmft.max_abs_t_quantile_mixed(dof, q=0.99), (z, dof)
+    assert z.max() < stats.max_abs_t_quantile_mixed(dof, q=0.99), (z, dof)
     # the indicators at tau = eta/b: mean b and no correlation between consecutive steps
     # (a persistent chain has lag-1 correlation 1 - eta/(b tau)); 4 standard errors of a
     # mean / correlation over 2e5 (nearly) independent pairs

@@ -3,16 +3,16 @@
 import numpy as np
 import pytest
 
-from tsdyn import dmft
+from tsdyn import dmft, stats
 
 
 def test_welch_dof_bounds():
     """Between min(n_a, n_b) - 1 (one error bar dominates) and n_a + n_b - 2 (equal
     variances, equal n): the chapter's seed counts (6 + 6) give 5 to 10."""
-    assert dmft.welch_dof(1.0, 6, 1.0, 6) == pytest.approx(10.0)
-    assert dmft.welch_dof(1.0, 6, 1e-6, 6) == pytest.approx(5.0, rel=1e-6)
+    assert stats.welch_dof(1.0, 6, 1.0, 6) == pytest.approx(10.0)
+    assert stats.welch_dof(1.0, 6, 1e-6, 6) == pytest.approx(5.0, rel=1e-6)
     se = np.random.default_rng(0).uniform(0.1, 2.0, (2, 1000))
-    dof = dmft.welch_dof(se[0], 6, se[1], 6)
+    dof = stats.welch_dof(se[0], 6, se[1], 6)
     assert np.all((dof >= 5 - 1e-9) & (dof <= 10 + 1e-9))
 
 

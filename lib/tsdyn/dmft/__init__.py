@@ -5,9 +5,8 @@ Simulation at finite d (:func:`simulate`) and theory (:func:`solve`, the DMFT; a
 and the model's pointwise functions (:mod:`tsdyn.dmft.model`).
 """
 
-from .analysis import (deviations, difference, late_gap_sweep, max_abs_t_quantile_mixed, max_z,
-                       mean_se, rms_t_expected, simulate_seeds, solve_seeds, welch_dof,
-                       window_means, yardstick, z_scores)
+from .analysis import (deviations, difference, late_gap_sweep, max_z, mean_se, simulate_seeds,
+                       solve_seeds, window_means, yardstick, z_scores)
 from .exact import exact_square_gd, marchenko_pastur
 from .model import generalisation_error
 from .params import Params
@@ -16,6 +15,6 @@ from .solve import ConvergenceError, solve
 
 __all__ = ["Params", "simulate", "simulate_point", "batch_indicators", "solve",
            "ConvergenceError", "exact_square_gd", "marchenko_pastur", "generalisation_error",
-           "simulate_seeds", "solve_seeds", "max_z", "z_scores", "deviations", "welch_dof",
-           "max_abs_t_quantile_mixed", "rms_t_expected", "window_means", "yardstick", "mean_se",
+           "simulate_seeds", "solve_seeds", "max_z", "z_scores", "deviations",
+           "window_means", "yardstick", "mean_se",
            "difference", "late_gap_sweep"]

@@ -4,6 +4,7 @@ import numpy as np
 import xarray as xr
 
 from .. import _validate
+from ..stats import max_abs_t_quantile_mixed, rms_t_expected, welch_dof
 from .simulate import simulate
 
 VARIABLES = ("m", "C_diag", "eg", "train_loss", "train_acc", "train_energy")
@@ -49,21 +50,10 @@ def z_scores(sim, theory, variables=("eg", "train_loss"), every=5, theory_se=Non
     return np.concatenate(out) if out else np.zeros(0)
 
 
-def welch_dof(se_a, n_a, se_b, n_b):
-    """Welch-Satterthwaite degrees of freedom of (mean_a - mean_b) / hypot(se_a, se_b).
-
-    se_a, se_b: standard errors of two means from n_a and n_b independent runs. Between
-    min(n_a, n_b) - 1 (one error bar dominates) and n_a + n_b - 2 (equal variances).
-    """
-    va, vb = np.asarray(se_a, float) ** 2, np.asarray(se_b, float) ** 2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return (va + vb) ** 2 / (va ** 2 / (n_a - 1) + vb ** 2 / (n_b - 1))
-
-
 def deviations(sim, theory, theory_se, *, n_theory, variables=("eg", "train_loss"), every=5,
                t_until=None):
     """|simulation mean - DMFT mean| / combined standard error, and each one's Welch
-    degrees of freedom (:func:`welch_dof`), over every ``every``-th simulation time after
+    degrees of freedom (:func:`tsdyn.stats.welch_dof`), over every ``every``-th simulation time after
     t = 0 (and before ``t_until``, if given) and ``variables``; points with a zero
     standard error are left out.
 
@@ -88,32 +78,6 @@ def deviations(sim, theory, theory_se, *, n_theory, variables=("eg", "train_loss
         zs.append(z[ok])
         dofs.append(dof[ok])
     return np.concatenate(zs), np.concatenate(dofs)
-
-
-def max_abs_t_quantile_mixed(dofs, q=0.95):
-    """Quantile ``q`` of the largest of independent |t| variables with degrees of freedom
-    ``dofs`` (one each): the x with prod_i P(|t_dof_i| < x) = q (root of a monotone function)."""
-    from scipy.optimize import brentq
-    from scipy.stats import t as student
-
-    dofs = np.asarray(dofs, float)
-    _validate.real("q", q, low=0.0, high=1.0, low_open=True, high_open=True, doc="quantile")
-    if dofs.size == 0 or np.any(dofs <= 0):
-        raise ValueError(f"dofs (degrees of freedom) must be a non-empty list of positive numbers; got {dofs!r}")
-
-    def f(x):
-        return np.sum(np.log1p(-2.0 * student.sf(x, dofs))) - np.log(q)
-
-    return float(brentq(f, 1e-6, 1e3))
-
-
-def rms_t_expected(dofs):
-    """Root-mean-square of independent t variables with these degrees of freedom
-    (each has variance dof/(dof - 2); needs every dof > 2)."""
-    dofs = np.asarray(dofs, float)
-    if dofs.size == 0 or np.any(dofs <= 2):
-        raise ValueError(f"dofs (degrees of freedom) must all be > 2 for a finite variance; got {dofs!r}")
-    return float(np.sqrt(np.mean(dofs / (dofs - 2))))
 
 
 def max_z(sim, theory, variables=("eg", "train_loss"), every=5, theory_se=None):
@@ -159,7 +123,7 @@ def yardstick(results, *, n_theory, variables=("eg", "train_loss"), every=5, t_u
     Returns a dict: ``max_z`` and ``rms_z`` (largest and root-mean-square deviation in
     combined standard errors), ``z95`` (95% quantile of the largest of that many
     independent |t| variables with the deviations' Welch dof,
-    :func:`max_abs_t_quantile_mixed`), ``rms_expected`` (:func:`rms_t_expected`),
+    :func:`tsdyn.stats.max_abs_t_quantile_mixed`), ``rms_expected`` (:func:`tsdyn.stats.rms_t_expected`),
     ``dof_min``, ``dof_median`` and ``n`` (number of deviations).
     """
     zs, dofs = [], []
@@ -188,7 +152,7 @@ def difference(a, b):
     """Difference of the means of two independent samples of run averages, a - b.
 
     Returns a dict: ``diff``, ``se`` (combined standard error), ``z`` = |diff|/se,
-    ``dof`` (:func:`welch_dof`) and ``p`` (two-sided Student t p-value of z at that dof).
+    ``dof`` (:func:`tsdyn.stats.welch_dof`) and ``p`` (two-sided Student t p-value of z at that dof).
     """
     from scipy.stats import t as student
 
