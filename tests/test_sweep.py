@@ -195,3 +195,15 @@ def test_partial_functions_have_a_stable_cache_name():
     c = functools.partial(np.add, 2, where=True)
     assert _fn_name(a) == _fn_name(b) != _fn_name(c)
     assert "0x" not in _fn_name(a)
+
+
+def test_executor_local_pool_and_bad_scheduler():
+    pool = sweep.executor(max_workers=1)
+    try:
+        assert isinstance(pool, cf.ProcessPoolExecutor)
+    finally:
+        pool.shutdown()
+    with pytest.raises(ValueError, match="dask_scheduler"):
+        sweep.executor("")
+    with pytest.raises(ValueError, match="max_workers"):
+        sweep.executor(max_workers=0)

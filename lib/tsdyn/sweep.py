@@ -143,6 +143,29 @@ def run(fn, grid, executor=None, cache=None, *, seeds=1, seed=0, progress=True):
     return _stack(results, tasks, axes, seeds, attrs)
 
 
+def executor(dask_scheduler=None, *, max_workers=None):
+    """A long-lived executor for a chapter's sweeps (pass it as ``executor=`` to :func:`run`).
+
+    ``dask_scheduler=None`` gives a local ``ProcessPoolExecutor`` ("spawn" start
+    method, ``max_workers`` or ``os.cpu_count()`` workers) that the caller reuses
+    across sweeps, so worker start-up and numba's compilation are paid once. A
+    scheduler address (``"tcp://host:8786"``) gives the executor of a
+    ``dask.distributed.Client`` connected to it; its workers must import tsdyn.
+    Results do not depend on the choice (seeds are spawned by grid index).
+    """
+    if dask_scheduler is None:
+        if max_workers is not None:
+            _validate.integer("max_workers", max_workers, low=1, doc="local worker processes")
+        return cf.ProcessPoolExecutor(max_workers=max_workers or os.cpu_count(),
+                                      mp_context=multiprocessing.get_context("spawn"))
+    if not isinstance(dask_scheduler, str) or not dask_scheduler:
+        raise ValueError(f"dask_scheduler must be None (local processes) or a scheduler address "
+                         f"such as 'tcp://127.0.0.1:8786'; got {dask_scheduler!r}")
+    from dask.distributed import Client
+
+    return Client(dask_scheduler).get_executor()
+
+
 def _grid_axes(grid):
     """The grid as {axis name: 1-D ndarray}, checked."""
     if not isinstance(grid, Mapping):
