@@ -18,7 +18,7 @@ export MPLBACKEND := Agg
 export NUMBA_CACHE_DIR := $(CURDIR)/_build/numba-cache
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help venv book chapter stage html check-html test bench clean distclean
+.PHONY: help venv book chapter stage html check-html test bench bench-smoke clean distclean
 
 help:
 	@echo "make book        create .venv if needed, run all chapters (SCALE=$(SCALE)) and build $(HTML)"
@@ -26,6 +26,7 @@ help:
 	@echo "make chapter NB=book/01_committee.ipynb ARGS=\"-p K 6\"   run one chapter into _build/stage"
 	@echo "make check-html  render every chapter page of $(HTML) in headless Chromium and check it"
 	@echo "make bench       run benchmarks/bench_*.py"
+	@echo "make bench-smoke run every benchmark in its smoke mode (TSDYN_BENCH_SMOKE=1: tiny sizes, seconds)"
 	@echo "make clean       remove _build/ (make distclean also removes .venv)"
 
 # The stamp is newer than requirements.txt once they are installed: editing the
@@ -65,11 +66,20 @@ check-html: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -n auto
 
-bench: $(STAMP)
-	@status=0; shopt -s nullglob; \
+# Every benchmark runs (a failing one does not stop the others); any failure fails
+# the target. bench-smoke is the same loop with TSDYN_BENCH_SMOKE=1, which each
+# benchmark reads to run tiny sizes in seconds (CI runs it so that none can rot;
+# timings are printed, not asserted).
+BENCH_LOOP = status=0; shopt -s nullglob; \
 	for f in benchmarks/bench_*.py; do \
 	  echo "== $$f"; $(PY) $$f || { echo "FAILED: $$f"; status=1; }; \
 	done; exit $$status
+
+bench: $(STAMP)
+	@$(BENCH_LOOP)
+
+bench-smoke: $(STAMP)
+	@export TSDYN_BENCH_SMOKE=1; $(BENCH_LOOP)
 
 clean:
 	rm -rf _build
