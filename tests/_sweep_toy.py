@@ -52,3 +52,26 @@ def clashing(a, *, seed):
 
 def not_a_result(a, *, seed):
     return [a]
+
+
+def every_dtype(a, *, seed):
+    """One variable per dtype a result may hold, with awkward values (for the cache)."""
+    f64 = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 5e-324, 1 / 3, a])
+    return xr.Dataset({
+        "f64": ("i", f64, {"units": "SGD steps / N", "n": 3}),
+        "f32": ("i", f64.astype(np.float32)),
+        "f16": ("i", f64.astype(np.float16)),
+        "c128": ("j", np.array([1 + 2j, complex(np.nan, -0.0), a * 1j])),
+        **{f"i{b}": ("j", np.array([np.iinfo(f"int{b}").min, a, np.iinfo(f"int{b}").max], f"int{b}"))
+           for b in (8, 16, 32, 64)},
+        **{f"u{b}": ("j", np.array([0, a, np.iinfo(f"uint{b}").max], f"uint{b}")) for b in (8, 16, 32, 64)},
+        "diverged": ((), np.bool_(a == 2)),
+        "flags": ("j", np.array([True, False, a == 1])),
+        "label": ("j", np.array(["erf", "relu", "é" * a])),
+        "when": ("j", np.array(["2026-01-01T00:00:00.000000001", "NaT", "1970-01-01"], "datetime64[ns]")),
+    }, coords={"i": ("i", np.arange(8.0), {"units": "index"})})
+
+
+def object_strings(a, *, seed):
+    """Strings in an object array: netCDF would hand them back as fixed-width strings."""
+    return {"names": np.array(["x", "yy"], dtype=object)}

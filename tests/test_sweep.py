@@ -1,8 +1,12 @@
 """tsdyn.sweep.run: result layout, determinism across executors, the cache, errors."""
 
 import concurrent.futures as cf
+import functools
+import importlib
+import json
 import multiprocessing
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -103,7 +107,7 @@ def test_interrupted_sweep_resumes_computing_only_missing_points(tmp_path, monke
         sweep_noisy(cache=tmp_path)
     # serial runs go in grid order: the 2 points with a = 1 (x 2 replicas) finished first
     assert len(cache_files(tmp_path)) == 4
-    assert all(name.endswith(".pkl") and not name.startswith(".tmp") for name in cache_files(tmp_path))
+    assert all(name.endswith(".nc") and not name.startswith(".tmp") for name in cache_files(tmp_path))
 
     monkeypatch.setattr(toy, "FAIL_AT", {})
     calls.clear()
@@ -137,6 +141,135 @@ def test_cache_is_keyed_by_seed_and_more_replicas_reuse_the_old_ones(tmp_path, c
     calls.clear()
     sweep.run(toy.noisy, GRID, "serial", tmp_path, seeds=2, seed=7, progress=False)
     assert len(calls) == N_TASKS
+
+
+def test_cache_files_are_netcdf_holding_the_point_and_its_key(tmp_path):
+    sweep.run(toy.trajectory, {"a": [2.0]}, "serial", tmp_path, seed=3, progress=False)
+    (name,) = cache_files(tmp_path)
+    point = xr.load_dataset(tmp_path / name, engine="h5netcdf")  # any netCDF reader opens it
+    assert point.t.attrs["units"] == "SGD steps / N" and point.y.attrs["units"] == "m"
+    key = json.loads(point.attrs["tsdyn_cache_key"])
+    assert key["fn"] == "_sweep_toy.trajectory" and key["params"] == {"a": 2.0}
+    assert key["code"] == sweep.code_hash(toy.trajectory) and len(key["code"]) == 64
+    alone = toy.trajectory(a=2.0, seed=np.random.SeedSequence(3, spawn_key=(0, 0)))
+    np.testing.assert_array_equal(point.y, alone.y)
+
+
+def test_every_dtype_round_trips_exactly_through_the_cache(tmp_path):
+    """Values (NaN, inf, -0.0, subnormals, integer extremes), dtypes and attrs read back as written."""
+    computed = sweep.run(toy.every_dtype, {"a": [1, 2]}, "serial", tmp_path, progress=False)
+    cached = sweep.run(toy.every_dtype, {"a": [1, 2]}, "serial", tmp_path, progress=False)
+    xr.testing.assert_identical(cached, computed)
+    alone = toy.every_dtype(a=2, seed=None)
+    for name, var in alone.data_vars.items():
+        assert cached[name].dtype == var.dtype, name
+        got = cached[name].sel(a=2, seed=0).values
+        # bit patterns, not values: -0.0 and NaN payloads must survive too
+        assert got.tobytes() == var.values.tobytes(), name
+    assert cached.f64.attrs == {"units": "SGD steps / N", "n": 3}
+
+
+def test_results_netcdf_cannot_hold_exactly_are_refused_not_cached(tmp_path):
+    with pytest.raises(TypeError, match=r"cannot cache the result at point \(a=1\), replica 0: "
+                                        r"variable 'names' has dtype object"):
+        sweep.run(toy.object_strings, {"a": [1]}, "serial", tmp_path, progress=False)
+    assert cache_files(tmp_path) == []  # nothing stored, no temporary file left
+    sweep.run(toy.object_strings, {"a": [1]}, "serial", progress=False)  # fine without a cache
+
+
+@pytest.fixture
+def toy_package(tmp_path, monkeypatch):
+    """A package ``codetoy`` on sys.path, followed by code_hash in place of tsdyn.
+
+    ``point.f`` uses ``helper.OFFSET`` (imported relatively); ``unrelated`` is not imported.
+    Returns a function that rewrites one of its modules and reloads it.
+    """
+    pkg = tmp_path / "src" / "codetoy"
+    pkg.mkdir(parents=True)
+    files = {
+        "__init__.py": "",
+        "point.py": """
+            from . import helper
+
+            CALLS = []
+
+            def f(a, *, seed):
+                CALLS.append(a)
+                return {"x": a + helper.OFFSET}
+            """,
+        "helper.py": "OFFSET = 1.0\n",
+        "unrelated.py": "X = 0\n",
+    }
+    for name, text in files.items():
+        (pkg / name).write_text(textwrap.dedent(text))
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)  # reload reads the edited source
+    monkeypatch.syspath_prepend(str(pkg.parent))
+    monkeypatch.setattr(sweep, "_CODE_ROOT", "codetoy")
+    importlib.import_module("codetoy.point")
+
+    def edit(module, text):
+        (pkg / f"{module}.py").write_text(textwrap.dedent(text))
+        return importlib.reload(importlib.import_module(f"codetoy.{module}"))
+
+    yield edit
+    for name in [m for m in sys.modules if m == "codetoy" or m.startswith("codetoy.")]:
+        del sys.modules[name]
+
+
+def test_changed_code_misses_the_cache(tmp_path, toy_package):
+    point = sys.modules["codetoy.point"]
+
+    def sweep_f():
+        point.CALLS.clear()
+        ds = sweep.run(sys.modules["codetoy.point"].f, {"a": [1.0, 2.0]}, "serial", tmp_path / "cache",
+                       progress=False)
+        return ds.x.values.ravel().tolist(), list(sys.modules["codetoy.point"].CALLS)
+
+    assert sweep_f() == ([2.0, 3.0], [1.0, 2.0])
+    assert sweep_f() == ([2.0, 3.0], [])  # cached
+    # an imported module changes (a transitive dependency of f): the cache misses
+    toy_package("helper", "OFFSET = 10.0\n")
+    assert sweep_f() == ([11.0, 12.0], [1.0, 2.0])
+    # a module that f's code does not import changes: still cached
+    toy_package("unrelated", "X = 1\n")
+    assert sweep_f() == ([11.0, 12.0], [])
+    # f's own code changes
+    point = toy_package("point", """
+        from . import helper
+
+        CALLS = []
+
+        def f(a, *, seed):
+            CALLS.append(a)
+            return {"x": 2 * a + helper.OFFSET}
+        """)
+    assert sweep_f() == ([12.0, 14.0], [1.0, 2.0])
+    # and going back to the old code finds the old entries again
+    toy_package("helper", "OFFSET = 1.0\n")
+    point = toy_package("point", """
+        from . import helper
+
+        CALLS = []
+
+        def f(a, *, seed):
+            CALLS.append(a)
+            return {"x": a + helper.OFFSET}
+        """)
+    assert sweep_f() == ([2.0, 3.0], [])
+
+
+def test_code_hash_follows_tsdyn_imports_only_within_the_sub_package():
+    from tsdyn import committee, sparse
+    from tsdyn.sweep import _code_closure
+
+    closure = _code_closure(functools.partial(sparse.greedy_point, sweeps=4))
+    assert {"tsdyn", "tsdyn.sparse", "tsdyn.sparse.experiments", "tsdyn.sparse._kernels",
+            "tsdyn._seeds"} <= set(closure)
+    assert not any(m.startswith("tsdyn.committee") for m in closure)
+    assert sweep.code_hash(sparse.greedy_point) != sweep.code_hash(committee.plateau_escape)
+    # a partial's bound arguments change the name in the key, not the code hash
+    assert sweep.code_hash(functools.partial(sparse.greedy_point, sweeps=4)) == \
+        sweep.code_hash(sparse.greedy_point)
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
@@ -186,8 +319,6 @@ def test_an_error_in_fn_propagates_naming_the_point(workers):
 
 def test_partial_functions_have_a_stable_cache_name():
     """functools.partial is named by its function and bound arguments, not its address."""
-    import functools
-
     from tsdyn.sweep import _fn_name
 
     a = functools.partial(np.add, 1, where=True)

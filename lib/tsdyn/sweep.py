@@ -4,20 +4,24 @@
 times each with independent seeds, and stacks the results into one
 ``xarray.Dataset`` (DESIGN.md, Sec. 6). Seeds are spawned by grid index, so a
 sweep gives bit-identical results whatever the executor and worker count.
+Finished points can be cached on disk as netCDF files keyed on the point, its
+seed and the source code that computes it (:func:`code_hash`).
 """
 
+import ast
 import concurrent.futures as cf
 import contextlib
 import dataclasses
 import functools
 import hashlib
+import importlib.util
 import inspect
 import itertools
 import json
 import multiprocessing
 import numbers
 import os
-import pickle
+import sys
 import tempfile
 from collections.abc import Mapping
 
@@ -82,12 +86,21 @@ def run(fn, grid, executor=None, cache=None, *, seeds=1, seed=0, progress=True):
         workers must be able to import tsdyn and fn's module); it is left
         running. All missing points are submitted at once.
     cache : None or path-like
-        Directory in which each finished point is stored as one file, so an
-        interrupted sweep re-computes only the missing points. The file name is
-        a hash of fn's qualified name, the point's parameters, the replica, its
-        seed (root seed and spawn key) and ``tsdyn.__version__``; nothing else
-        (e.g. fn's code) invalidates it, so clear it when fn changes. Files are
-        pickles: only use caches you wrote yourself.
+        Directory in which each finished point is stored as one netCDF file
+        (``<key>.nc``, written with h5netcdf), so an interrupted sweep
+        re-computes only the missing points. The key is a hash of fn's
+        qualified name (with a ``functools.partial``'s bound arguments), the
+        point's parameters, the replica, its seed (root seed and spawn key),
+        ``tsdyn.__version__`` and :func:`code_hash` of fn: the source of fn's
+        module and of every tsdyn module it imports, transitively. Editing any
+        of that code therefore misses the cache (old files stay, unused), while
+        editing an unrelated sub-package does not. The hash reads the source
+        files when ``run`` is called: a session that imported an older version
+        must be restarted before its sweeps are trusted. Each file holds the
+        point's Dataset (every dtype and bit round-trips; a result that netCDF
+        cannot store exactly, such as an object array, raises ``TypeError``)
+        and its key in the attribute ``tsdyn_cache_key``, so a cache can be
+        shared and opened with any netCDF reader without trusting it.
     seeds : int
         Number of replicas per grid point (>= 1), the length of dimension ``seed``.
     seed : int or numpy.random.SeedSequence
@@ -125,17 +138,20 @@ def run(fn, grid, executor=None, cache=None, *, seeds=1, seed=0, progress=True):
     _validate.integer("seeds", seeds, low=1, doc="number of replicas per grid point")
     root = _root_seed(seed)
     tasks = _tasks(axes, seeds, root)
+    code = None
     if cache is not None:
         cache = os.fspath(cache)
         os.makedirs(cache, exist_ok=True)
-    results = [_load(_cache_file(cache, name, task)) for task in tasks]
+        code = code_hash(fn)
+    keys = [_cache_key(name, code, task) for task in tasks]
+    results = [_load(cache, key) for key in keys]
     todo = [task for task, result in zip(tasks, results) if result is None]
     with (tqdm(total=len(tasks), initial=len(tasks) - len(todo), disable=not progress,
                unit="point", desc=name) as bar,
           contextlib.closing(_evaluate_all(fn, todo, executor)) as finished):
         for task, result in finished:
             result = _as_dataset(result, task)
-            _store(_cache_file(cache, name, task), result)
+            _store(cache, keys[task.position], result, task)
             results[task.position] = result
             bar.update()
     attrs = {"fn": name, "seeds": seeds, "seed_entropy": str(root.entropy),
@@ -287,48 +303,199 @@ def _as_dataset(result, task):
                     f"at {task.describe()}")
 
 
-def _cache_file(cache, name, task):
-    """Path of the task's cache file (None without a cache)."""
-    if cache is None:
+# ----------------------------------------------------------------------- the cache
+
+_CODE_ROOT = "tsdyn"  # the package whose imports code_hash follows
+
+
+def code_hash(fn):
+    """SHA-256 of the source code that computes ``fn``: the cache's code key.
+
+    Covers the module that defines ``fn`` (for a ``functools.partial``: its
+    function and every callable among its bound arguments) and every module of
+    the ``tsdyn`` package that those modules import, transitively (``import``
+    and ``from ... import`` statements anywhere in a module, found by parsing
+    it, relative imports resolved; importing a module also counts its parent
+    packages' ``__init__``). Modules outside tsdyn are followed only as the
+    roots: numpy's or scipy's code is represented by the library versions a
+    user pins, not hashed.
+
+    Why not the whole library's source: a paper-scale sweep split over days
+    through the cache would be invalidated by an edit to an unrelated chapter's
+    package; following the imports invalidates exactly the sweeps whose code
+    changed. Its one blind spot is an import by computed name
+    (``importlib.import_module(f"tsdyn.{x}")``), which tsdyn does not use.
+    A function without a source file (e.g. one typed at the prompt) is keyed
+    on its own source or bytecode.
+    """
+    digest = hashlib.sha256()
+    for module, source in sorted(_code_closure(fn).items()):
+        digest.update(f"{module}\0{len(source)}\0".encode())
+        digest.update(source)
+    return digest.hexdigest()
+
+
+def _roots(fn):
+    """The callables whose code a sweep of ``fn`` runs: fn, or a partial's function and callable arguments."""
+    if isinstance(fn, functools.partial):
+        bound = [*fn.args, *fn.keywords.values()]
+        return [*_roots(fn.func), *(r for arg in bound if callable(arg) for r in _roots(arg))]
+    return [fn]
+
+
+def _code_closure(fn):
+    """{module name: source bytes} of fn's modules and the tsdyn modules they import."""
+    sources, queue = {}, []
+    for root in _roots(fn):
+        module = getattr(root, "__module__", None)
+        if module and _module_path(module):
+            queue.append(module)
+        else:  # no file: key on the callable's own code
+            sources[f"{module}:{getattr(root, '__qualname__', repr(root))}"] = _own_code(root)
+    while queue:
+        module = queue.pop()
+        if module in sources:
+            continue
+        path = _module_path(module)
+        sources[module] = b"" if path is None else _read(path)
+        if _in_root(module):  # importing a.b.c runs a/__init__ and a/b/__init__
+            parts = module.split(".")
+            queue += [".".join(parts[:i]) for i in range(1, len(parts))]
+        if path is not None and path.endswith(".py"):
+            is_package = os.path.basename(path) == "__init__.py"
+            queue += [name for name in _imports(sources[module], module, is_package)
+                      if _in_root(name)]
+    return sources
+
+
+def _in_root(module):
+    return module == _CODE_ROOT or module.startswith(_CODE_ROOT + ".")
+
+
+def _module_path(module):
+    """The file a module is loaded from, or None (not found, built in, ``__main__``)."""
+    if module == "__main__":
         return None
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    origin = getattr(spec, "origin", None)
+    return origin if origin and os.path.isfile(origin) else None
+
+
+def _read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _own_code(fn):
+    """Source of a callable without a module file, else its bytecode and constants."""
+    try:
+        return inspect.getsource(fn).encode()
+    except (OSError, TypeError):
+        code = getattr(fn, "__code__", None)
+        return code.co_code + repr(code.co_consts).encode() if code else repr(fn).encode()
+
+
+def _imports(source, module, is_package):
+    """Absolute names of the modules (or candidate modules) that ``source`` imports."""
+    package = module if is_package else module.rpartition(".")[0]
+    names = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - node.level + 1]
+                base = ".".join(base + ([node.module] if node.module else []))
+            else:
+                base = node.module
+            names.append(base)
+            # ``from pkg import name``: name may be a submodule of pkg
+            names += [f"{base}.{alias.name}" for alias in node.names
+                      if alias.name != "*" and _is_module(f"{base}.{alias.name}")]
+    return names
+
+
+def _is_module(name):
+    if not _in_root(name):
+        return False
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _cache_key(name, code, task):
+    """The cache key of one task: a SHA-256 hex digest, and the JSON it hashes."""
     key = {"fn": name, "params": task.params, "replica": task.replica,
            "seed_entropy": str(task.seed.entropy), "spawn_key": list(task.seed.spawn_key),
-           "pool_size": task.seed.pool_size, "tsdyn_version": __version__}
+           "pool_size": task.seed.pool_size, "tsdyn_version": __version__, "code": code}
     # json writes floats with repr (exact round trip); other values fall back to
     # repr, which at worst makes an unstable key, i.e. a cache miss, never a wrong hit.
     text = json.dumps(key, sort_keys=True, default=repr)
-    return os.path.join(cache, hashlib.sha256(text.encode()).hexdigest() + ".pkl")
+    return hashlib.sha256(text.encode()).hexdigest(), text
 
 
-# Cache format: a pickle of ``Dataset.to_dict(data="array")``, i.e. only builtins
-# and numpy arrays. It keeps every dtype and bit exactly, needs no optional I/O
-# backend (netCDF would need netCDF4/h5netcdf and loses some dtypes) and does not
-# depend on xarray's pickling of its own objects across versions.
+_KEY_ATTR = "tsdyn_cache_key"
+_ENGINE = "h5netcdf"
 
-def _load(path):
-    """The cached result at ``path``, or None if there is none."""
-    if path is None or not os.path.exists(path):
+
+def _cache_path(cache, key):
+    return os.path.join(cache, key[0] + ".nc")
+
+
+def _load(cache, key):
+    """The cached result for ``key``, or None without a cache or a file."""
+    if cache is None or not os.path.exists(path := _cache_path(cache, key)):
         return None
-    with open(path, "rb") as f:
-        return xr.Dataset.from_dict(pickle.load(f))
+    result = xr.load_dataset(path, engine=_ENGINE).drop_encoding()
+    result.attrs.pop(_KEY_ATTR, None)
+    return result
 
 
-def _store(path, result):
-    """Write atomically: a temporary file in the same directory, then ``os.replace``.
+def _store(cache, key, result, task):
+    """Write ``result`` atomically as netCDF, after checking that it reads back identical.
 
-    A sweep killed mid-write leaves at most a stray ``.tmp-*`` file, never a
-    truncated cache entry.
+    The file is written to a temporary name in the cache directory, read back and
+    compared with ``result`` (values, dtypes, coordinates, attributes), then
+    renamed over the final name with ``os.replace``: a sweep killed mid-write
+    leaves at most a stray ``.tmp-*`` file, never a truncated or inexact entry.
     """
-    if path is None:
+    if cache is None:
         return
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".pkl")
+    for name, var in result.variables.items():
+        if var.dtype == object:
+            raise TypeError(f"cannot cache the result at {task.describe()}: variable {name!r} has "
+                            f"dtype object, which netCDF does not store exactly; return a numeric, "
+                            f"bool or fixed-width string ('U') array")
+    fd, tmp = tempfile.mkstemp(dir=cache, prefix=".tmp-", suffix=".nc")
+    os.close(fd)
     try:
-        with os.fdopen(fd, "wb") as f:
-            pickle.dump(result.to_dict(data="array"), f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
+        stored = result.copy()
+        stored.attrs[_KEY_ATTR] = key[1]
+        # no fill values: xarray would otherwise mask stored values equal to them
+        try:
+            stored.to_netcdf(tmp, engine=_ENGINE,
+                             encoding={name: {"_FillValue": None} for name in stored.variables})
+        except (TypeError, ValueError) as exc:  # e.g. an attribute netCDF has no type for
+            raise TypeError(f"cannot cache the result at {task.describe()} as netCDF: {exc}") from exc
+        back = xr.load_dataset(tmp, engine=_ENGINE)
+        back.attrs.pop(_KEY_ATTR, None)
+        if not _same(back, result):
+            raise TypeError(f"cannot cache the result at {task.describe()}: it does not read back "
+                            f"identical from netCDF (dtypes or attributes netCDF cannot hold)")
+        os.replace(tmp, _cache_path(cache, key))
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def _same(a, b):
+    """Equal values (NaN = NaN), dtypes, coordinates and attributes."""
+    return a.identical(b) and all(a[name].dtype == b[name].dtype for name in b.variables)
 
 
 def _check_layout(result, first, task):
