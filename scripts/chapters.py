@@ -282,7 +282,7 @@ def report(failures, stream=sys.stdout) -> str:
 # -------------------------------------------------------------------------- stage
 
 def stage(out_dir=None, root=None) -> Path:
-    """Copy ``_config.yml``, ``_toc.yml`` and ``book/`` (except notebooks) into the stage.
+    """Copy ``_config.yml``, ``_toc.yml``, ``_ext/`` and ``book/`` (except notebooks) into the stage.
 
     The executed notebooks are already there (``run`` writes them); a toc notebook that
     has no executed copy is reported, since the build would show it empty or fail.
@@ -296,6 +296,8 @@ def stage(out_dir=None, root=None) -> Path:
     ignore = shutil.ignore_patterns("*.ipynb", ".ipynb_checkpoints", "__pycache__")
     if (root / "book").is_dir():
         shutil.copytree(root / "book", out_dir / "book", ignore=ignore, dirs_exist_ok=True)
+    if (root / "_ext").is_dir():  # the book's Sphinx extensions (_config.yml: local_extensions)
+        shutil.copytree(root / "_ext", out_dir / "_ext", ignore=ignore, dirs_exist_ok=True)
     missing = [nb for nb in chapter_notebooks(root)
                if not (out_dir / nb.relative_to(root)).exists()]
     for nb in missing:

@@ -1,9 +1,10 @@
 #!/usr/bin/env python
-"""Render every chapter page of the built book in headless Chromium and check it.
+r"""Render every page of the built book in headless Chromium and check it.
 
-Serves the HTML directory on 127.0.0.1 (a free port, in a thread), loads each page of
-``_toc.yml`` with ``chromium --headless --dump-dom`` (and takes a screenshot into
-``_build/screenshots/``), and asserts on the rendered DOM:
+Serves the HTML directory on 127.0.0.1 (a free port, in a thread), opens each page of
+``_toc.yml`` in one headless Chromium driven through the DevTools protocol
+(``cdp.py``), waits for the load event and for MathJax to finish typesetting, takes a
+screenshot into ``_build/screenshots/`` and asserts on the rendered page:
 
 - the page has a non-empty ``<title>`` and an ``<h1>``;
 - a notebook chapter shows at least one PNG figure (``data:image/png`` inline, or a
@@ -11,7 +12,14 @@ Serves the HTML directory on 127.0.0.1 (a free port, in a thread), loads each pa
   missing PNG;
 - no execution error is shown: no error/traceback output block, no ``stderr`` output
   containing a traceback, no ``Traceback (most recent call last)`` in the text, no
-  papermill "An Exception was encountered" banner, no unrendered ``{glue`` role.
+  papermill "An Exception was encountered" banner, no unrendered ``{glue`` role;
+- every equation is typeset: each math element of the page's HTML (Sphinx's
+  ``.math`` spans and divs, counted in the file as served) holds an ``mjx-container``
+  once MathJax has finished, none is a MathJax error (``mjx-merror``), and the visible
+  text outside code holds no raw TeX (``\(``, ``\[``, ``$$``, ``\begin{``, or a
+  ``$...$`` with a TeX command);
+- every request the page makes goes to the local server and succeeds: no CDN, no
+  other remote host, no missing file (a broken ``mathjax_path`` is a failed request).
 
 Exit status 1 with the list of failing pages, 0 when all pass. Exit 0 with a
 ``SKIPPED`` message when Chromium is not installed.
@@ -25,38 +33,26 @@ import argparse
 import functools
 import html
 import http.server
-import os
 import re
-import shutil
-import subprocess
 import sys
-import tempfile
 import threading
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cdp  # noqa: E402
 import chapters  # noqa: E402
 
 ROOT = chapters.ROOT
-CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
-CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
-    "--disable-dev-shm-usage", "--hide-scrollbars", "--mute-audio",
-]
+CHROMIUM_NAMES = cdp.CHROMIUM_NAMES
 ERROR_BANNERS = ("An Exception was encountered", "Traceback (most recent call last)")
+MATHJAX_TIMEOUT_S = 60  # MathJax typesets a chapter in a few seconds; a minute means it is stuck
 
 
 def find_chromium() -> str | None:
     """Path of a Chromium executable: ``$CHROMIUM``, ``/usr/bin/chromium``, or on PATH."""
-    candidates = [os.environ.get("CHROMIUM"), "/usr/bin/chromium"]
-    candidates += [shutil.which(n) for n in CHROMIUM_NAMES]
-    for c in candidates:
-        if c and os.path.isfile(c) and os.access(c, os.X_OK):
-            return c
-    return None
+    return cdp.find_chromium()
 
 
 class _Server:
@@ -80,23 +76,6 @@ class _Server:
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):  # keep the report readable
         pass
-
-
-def chromium(browser: str, url: str, *, dump_dom=True, screenshot: Path | None = None,
-             budget_ms=10000, timeout=180) -> str:
-    """Run headless Chromium on ``url``; returns the rendered DOM (or "" for a screenshot)."""
-    with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
-        cmd = [browser, *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
-               f"--virtual-time-budget={budget_ms}"]
-        if screenshot is not None:
-            screenshot.parent.mkdir(parents=True, exist_ok=True)
-            cmd += ["--window-size=1280,1600", f"--screenshot={screenshot}"]
-        elif dump_dom:
-            cmd += ["--dump-dom"]
-        proc = subprocess.run(cmd + [url], capture_output=True, text=True, timeout=timeout)
-        if proc.returncode != 0:
-            raise RuntimeError(f"chromium exited with {proc.returncode}: {proc.stderr[-2000:]}")
-        return proc.stdout
 
 
 class _DomScan(HTMLParser):
@@ -215,6 +194,115 @@ def check_dom(dom: str, page_url: str, html_dir: Path, *, notebook: bool, base_u
     return problems
 
 
+class _MathCount(HTMLParser):
+    """Counts the math elements Sphinx writes (``class="math ..."``) in a page's HTML."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.count = 0
+
+    def handle_starttag(self, tag, attrs):
+        if "math" in (dict(attrs).get("class") or "").split():
+            self.count += 1
+
+
+def math_in_source(html_file: Path) -> int:
+    """Number of equations in a built page, read from the file (before any script runs)."""
+    scan = _MathCount()
+    scan.feed(Path(html_file).read_text(encoding="utf-8", errors="replace"))
+    return scan.count
+
+
+# Runs in the page: waits for MathJax (if the page loads it) to finish its first
+# typesetting, then reports what is on the page. %(timeout)d is in milliseconds.
+MATH_PROBE = """(async () => {
+  const started = Date.now();
+  const wantsMathJax = [...document.scripts].some(s => /mathjax/i.test(s.src || ""));
+  const ready = () => window.MathJax && MathJax.startup && MathJax.startup.promise;
+  while (wantsMathJax && !ready() && Date.now() - started < %(timeout)d) {
+    await new Promise(r => setTimeout(r, 100));
+  }
+  let loaded = null, error = null;
+  if (wantsMathJax) {
+    loaded = Boolean(ready());
+    if (loaded) {
+      try { await MathJax.startup.promise; } catch (e) { error = String(e); }
+    }
+  }
+  const math = [...document.querySelectorAll(".math")];
+  const body = document.body.cloneNode(true);
+  body.querySelectorAll("pre, code, script, style, textarea, mjx-container, .highlight")
+      .forEach(e => e.remove());
+  return {
+    wants_mathjax: wantsMathJax, loaded: loaded, error: error,
+    version: loaded ? MathJax.version : null,
+    math: math.length,
+    typeset: math.filter(e => e.querySelector("mjx-container")).length,
+    containers: document.querySelectorAll("mjx-container").length,
+    merrors: [...document.querySelectorAll("mjx-merror")]
+        .map(e => e.getAttribute("data-mjx-error") || e.textContent).slice(0, 5),
+    text: body.textContent,
+  };
+})()"""
+
+RAW_TEX = re.compile(r"\\\(|\\\[|\$\$|\\begin\{|\$[^$\n]*\\[A-Za-z]+[^$\n]*\$")
+
+
+def check_math(source_math: int, probe: dict, timeout=MATHJAX_TIMEOUT_S) -> list[str]:
+    """Problems with the equations of one page (``probe``: what MATH_PROBE returned)."""
+    problems = []
+    if source_math and not probe["wants_mathjax"]:
+        problems.append(f"{source_math} equations but no MathJax script on the page")
+    if probe["wants_mathjax"] and not probe["loaded"]:
+        problems.append(f"MathJax did not load within {timeout:g} s "
+                        f"(window.MathJax.startup missing: a broken mathjax_path?)")
+    if probe["error"]:
+        problems.append(f"MathJax failed: {probe['error'][:200]}")
+    if source_math and probe["typeset"] < source_math:
+        problems.append(f"{source_math - probe['typeset']} of {source_math} equations not typeset "
+                        f"(no mjx-container in their .math element)")
+    if probe["merrors"]:
+        problems.append(f"{len(probe['merrors'])}+ MathJax errors in equations: {probe['merrors']}")
+    raw = [m for m in RAW_TEX.finditer(probe["text"])]
+    if raw:
+        text = probe["text"]
+        snippets = [" ".join(text[max(0, m.start() - 30):m.end() + 40].split()) for m in raw[:3]]
+        problems.append(f"raw TeX in the text ({len(raw)} places), e.g. {' | '.join(snippets)}")
+    return problems
+
+
+def check_requests(requests: list[dict], base_url: str) -> list[str]:
+    """Every request must go to ``base_url`` and succeed (the book works offline)."""
+    remote = sorted({r["url"] for r in requests
+                     if not r["url"].startswith((base_url, "data:", "blob:", "about:"))})
+    failed = sorted({r["url"][len(base_url):] for r in requests
+                     if r["failed"] and r["url"].startswith(base_url)})
+    problems = []
+    if remote:
+        problems.append(f"{len(remote)} requests to remote hosts (the book must work offline): "
+                        f"{remote[:5]}")
+    if failed:
+        problems.append(f"{len(failed)} local files failed to load: {failed[:5]}")
+    return problems
+
+
+def check_page(page: "cdp.Page", url: str, html_file: Path, html_dir: Path, *, notebook: bool,
+               base_url: str, screenshot: Path | None = None,
+               mathjax_timeout: float = MATHJAX_TIMEOUT_S) -> list[str]:
+    """Load ``url`` in ``page``, wait for MathJax, and return the page's problems."""
+    page.goto(url)
+    probe = page.evaluate(MATH_PROBE % {"timeout": mathjax_timeout * 1000},
+                          timeout=mathjax_timeout + 30)
+    dom = page.evaluate("document.documentElement.outerHTML")
+    problems = check_dom(dom, url, html_dir, notebook=notebook, base_url=base_url)
+    problems += check_math(math_in_source(html_file), probe, mathjax_timeout)
+    problems += check_requests(page.requests(), base_url)
+    if screenshot is not None:
+        screenshot.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(screenshot)
+    return problems
+
+
 def pages(html_dir: Path, toc=None) -> list[tuple[str, Path, bool]]:
     """(toc entry, HTML file, is a notebook chapter) for every page of ``_toc.yml``."""
     out = []
@@ -230,8 +318,6 @@ def main(argv=None) -> int:
     parser.add_argument("--toc", type=Path, default=ROOT / "_toc.yml")
     parser.add_argument("--screenshots", type=Path, default=ROOT / "_build" / "screenshots")
     parser.add_argument("--no-screenshots", action="store_true")
-    parser.add_argument("--budget-ms", type=int, default=10000,
-                        help="Chromium --virtual-time-budget per page (ms)")
     args = parser.parse_args(argv)
 
     browser = find_chromium()
@@ -246,24 +332,23 @@ def main(argv=None) -> int:
         return 1
 
     failures = {}
-    with _Server(html_dir) as server:
-        for entry, page, notebook in pages(html_dir, args.toc):
-            if not page.is_file():
-                failures[entry] = [f"page not built: {page.relative_to(html_dir)} is missing"]
+    with _Server(html_dir) as server, cdp.Browser(browser) as chromium:
+        print(f"checking pages in {chromium.version} (headless)", flush=True)
+        page = chromium.new_page()
+        for entry, html_file, notebook in pages(html_dir, args.toc):
+            if not html_file.is_file():
+                failures[entry] = [f"page not built: {html_file.relative_to(html_dir)} is missing"]
                 continue
-            rel = page.relative_to(html_dir).as_posix()
-            url = server.url + rel
+            rel = html_file.relative_to(html_dir).as_posix()
+            shot = None if args.no_screenshots else args.screenshots / (entry.replace("/", "__") + ".png")
             try:
-                dom = chromium(browser, url, budget_ms=args.budget_ms)
-                problems = check_dom(dom, url, html_dir, notebook=notebook, base_url=server.url)
-                if not args.no_screenshots:
-                    shot = args.screenshots / (entry.replace("/", "__") + ".png")
-                    chromium(browser, url, screenshot=shot, budget_ms=args.budget_ms)
-            except (RuntimeError, subprocess.TimeoutExpired, OSError) as exc:
+                problems = check_page(page, server.url + rel, html_file, html_dir, notebook=notebook,
+                                      base_url=server.url, screenshot=shot)
+            except (cdp.CDPError, OSError) as exc:
                 problems = [f"chromium failed: {exc}"]
             status = "ok    " if not problems else "FAILED"
             kind = "notebook" if notebook else "page"
-            print(f"{status} {rel} ({kind})", flush=True)
+            print(f"{status} {rel} ({kind}, {math_in_source(html_file)} equations)", flush=True)
             if problems:
                 failures[entry] = problems
 

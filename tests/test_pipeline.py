@@ -121,49 +121,6 @@ def test_run_reports_failed_chapter(tmp_path):
     assert "An Exception was encountered" in (out / "bad_chapter.ipynb").read_text()
 
 
-def _check_html():
-    import check_html
-    return check_html
-
-
-PAGE = """<html><head><title>Chapter</title></head><body><h1>Chapter one</h1>{body}</body></html>"""
-
-
-def test_check_html_accepts_page_with_figure(tmp_path):
-    ch = _check_html()
-    (tmp_path / "_images").mkdir()
-    (tmp_path / "_images" / "fig.png").write_bytes(b"\x89PNG")
-    dom = PAGE.format(body='<img src="../_images/fig.png"><div class="output stderr">'
-                           'RuntimeWarning: overflow</div>')
-    base = "http://127.0.0.1:1/"
-    assert ch.check_dom(dom, base + "book/ch.html", tmp_path, notebook=True, base_url=base) == []
-
-
-def test_check_html_flags_errors_and_missing_figures(tmp_path):
-    ch = _check_html()
-    base = "http://127.0.0.1:1/"
-    dom = PAGE.format(body='<img src="../_images/gone.png"><div class="cell_output docutils container">'
-                           '<div class="output traceback highlight-ipythontb"><pre>'
-                           '----\nValueError  Traceback (most recent call last)\nValueError: bad eta'
-                           '</pre></div></div>')
-    problems = ch.check_dom(dom, base + "book/ch.html", tmp_path, notebook=True, base_url=base)
-    text = "\n".join(problems)
-    assert "missing PNG" in text and "no figure" in text
-    assert "error output cell: 'ValueError: bad eta'" in text
-    assert "Traceback (most recent call last)" in text
-    untitled = "<html><body><p>An Exception was encountered at In [3]</p></body></html>"
-    problems = ch.check_dom(untitled, base + "book/x.html", tmp_path, notebook=False, base_url=base)
-    assert any("<title>" in p for p in problems) and any("<h1>" in p for p in problems)
-    assert any("An Exception was encountered" in p for p in problems)
-
-
-def test_check_html_skips_without_chromium(monkeypatch, capsys, tmp_path):
-    ch = _check_html()
-    monkeypatch.setattr(ch, "find_chromium", lambda: None)
-    assert ch.main([str(tmp_path)]) == 0
-    assert "SKIPPED: chromium not installed" in capsys.readouterr().out
-
-
 def test_reproducibility_index_has_a_section_per_chapter():
     """DESIGN: the book carries an index of every figure; each chapter has its section."""
     index = (ROOT / "book" / "reproducibility.md").read_text()
