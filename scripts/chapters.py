@@ -7,12 +7,18 @@ Makefile (``make book``, ``make chapter``) and importable by the tests::
 
     python scripts/chapters.py run [--scale quick] [--jobs N] [-p NAME VALUE ...] [NB ...]
     python scripts/chapters.py stage
+    python scripts/chapters.py params-doc [--check] [NB ...]
 
 ``run`` executes the given notebooks (default: every notebook chapter of ``_toc.yml``)
 in parallel, one process per chapter, each with its working directory set to the
 notebook's own folder (as in Jupyter opened in ``book/``). It collects failures and
 prints, for each failed chapter, its name and the error with the traceback tail; the
 exit status is the number of failed chapters (capped at 1), so ``make`` stops.
+
+``params-doc`` appends "(quick: <value>, paper: <value>)" from ``params/*.yaml`` to the
+comment of every chapter parameter filled from a preset (idempotent), so that
+``papermill --help-notebook`` says where each default comes from; it refuses comments
+that papermill cannot parse (holding ``=``). ``--check`` only reports.
 """
 
 from __future__ import annotations
@@ -148,17 +154,32 @@ def execute(nb, out, parameters: dict | None = None, cwd=None, *, log_output=Fal
     ``papermill.PapermillExecutionError`` if a cell fails; ``out`` is written anyway,
     with the error shown in it.
     """
+    import tempfile
+
     import papermill as pm
 
     nb, out = Path(nb), Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    with _kernel_env():
+    with _kernel_env(), tempfile.TemporaryDirectory(prefix="tsdyn-kernel-") as sockets:
         return pm.execute_notebook(
             str(nb), str(out), parameters=dict(parameters or {}),
             cwd=str(cwd if cwd is not None else nb.parent),
             kernel_name=KERNEL_NAME, progress_bar=False, log_output=log_output,
-            execution_timeout=execution_timeout,
+            execution_timeout=execution_timeout, config=_ipc_config(sockets),
         )
+
+
+def _ipc_config(folder) -> "traitlets.config.Config":
+    """Kernel over local (Unix-socket) IPC in ``folder`` instead of TCP.
+
+    ipykernel warns on stderr, for every kernel, that TCP without encryption exposes the
+    code and outputs to the network; IPC sockets are files only this user can reach.
+    Each run gets its own folder: the default socket name ("kernel-ipc-N", relative to
+    the working directory) would collide between chapters run in parallel in book/.
+    """
+    from traitlets.config import Config
+
+    return Config({"KernelManager": {"transport": "ipc", "ip": os.path.join(str(folder), "kernel")}})
 
 
 def read_glue(executed_nb) -> dict:
@@ -306,6 +327,209 @@ def stage(out_dir=None, root=None) -> Path:
     return out_dir
 
 
+# --------------------------------------------------------------------- params-doc
+#
+# A chapter's parameters cell holds ``name: Optional[type] = None  # comment`` lines,
+# filled from the ``scale`` preset by ``presets.load(section, scale, overrides)``.
+# ``params-doc`` appends to each comment where the default comes from,
+# "(quick: <value>, paper: <value>)", read from params/*.yaml, so that
+# ``papermill --help-notebook`` documents it. Running it again replaces the suffix.
+
+PRESET_SCALES = ("quick", "paper")
+_SUFFIX = re.compile(r"\s*\(quick: .*\)\s*$")
+LIST_ITEMS_SHOWN = 6  # longer preset lists are abbreviated in the help (the YAML has them all)
+
+
+class ParamsDocError(ValueError):
+    """A parameters cell the tool cannot document (the message names the line)."""
+
+
+def parameters_cell(nb: dict) -> dict | None:
+    """The first code cell tagged ``parameters`` of a notebook (JSON dict), or None."""
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code" and "parameters" in cell.get("metadata", {}).get("tags", []):
+            return cell
+    return None
+
+
+def _source(cell) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def _parse_code(text: str):
+    """AST of a code cell, IPython magics and shell lines blanked; None if it does not parse."""
+    lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in text.splitlines()]
+    try:
+        return ast.parse("\n".join(lines))
+    except SyntaxError:
+        return None
+
+
+def preset_map(nb: dict) -> dict[str, tuple[str, str]]:
+    """parameter name -> (preset section, preset key), from the ``presets.load`` calls.
+
+    A call ``presets.load("committee", scale, dict(g=g, t=t_max))`` (or with a dict
+    display ``{"g": g}``) maps the variable ``t_max`` to the key ``t`` of section
+    ``committee``.
+    """
+    mapping = {}
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code" or cell is parameters_cell(nb):
+            continue
+        tree = _parse_code(_source(cell))
+        for node in ast.walk(tree) if tree else ():
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "load" and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id == "presets"):
+                continue
+            args = list(node.args) + [k.value for k in node.keywords if k.arg == "overrides"]
+            if not (args and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str)):
+                continue
+            section = args[0].value
+            overrides = args[2] if len(args) > 2 else None
+            pairs = []
+            if isinstance(overrides, ast.Call) and getattr(overrides.func, "id", None) == "dict":
+                pairs = [(k.arg, k.value) for k in overrides.keywords if k.arg]
+            elif isinstance(overrides, ast.Dict):
+                pairs = [(k.value, v) for k, v in zip(overrides.keys, overrides.values)
+                         if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+            for key, value in pairs:
+                if isinstance(value, ast.Name):
+                    mapping[value.id] = (section, key)
+    return mapping
+
+
+def preset_text(value) -> str:
+    """A preset value as the help shows it: ``erf``, ``0.2``, ``[2, 4, 6]``, ``None``."""
+    if isinstance(value, (list, tuple)):
+        items = [preset_text(v) for v in value]
+        if len(items) > LIST_ITEMS_SHOWN:
+            return f"[{', '.join(items[:3])}, ..., {items[-1]}] ({len(items)} values)"
+        return f"[{', '.join(items)}]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {preset_text(v)}" for k, v in value.items()) + "}"
+    return value if isinstance(value, str) else repr(value)
+
+
+def preset_suffix(section: str, key: str, presets: dict) -> str:
+    """"(quick: <value>, paper: <value>)" for one preset key; ParamsDocError if a scale lacks it."""
+    texts = []
+    for scale in PRESET_SCALES:
+        table = presets[scale].get(section)
+        if table is None or key not in table:
+            raise ParamsDocError(f"params/{scale}.yaml has no key {key!r} in section {section!r}")
+        texts.append(f"{scale}: {preset_text(table[key])}")
+    return f"({', '.join(texts)})"
+
+
+def load_presets(params_dir=None) -> dict:
+    params_dir = Path(params_dir or ROOT / "params")
+    return {scale: yaml.safe_load((params_dir / f"{scale}.yaml").read_text()) or {}
+            for scale in PRESET_SCALES}
+
+
+def _comments(text: str) -> dict[int, tuple[int, str]]:
+    """line number (1-based) -> (column, text without '#') of each comment."""
+    import io
+    import tokenize
+
+    out = {}
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type == tokenize.COMMENT:
+            out[tok.start[0]] = (tok.start[1], tok.string[1:].strip())
+    return out
+
+
+def document_parameters(text: str, mapping: dict, presets: dict) -> tuple[str, list[str]]:
+    """The parameters cell ``text`` with preset suffixes; returns (new text, parameter names).
+
+    Raises ParamsDocError for a line papermill's ``--help-notebook`` would drop or
+    misread: a definition over several lines, a comment holding ``=``, a parameter
+    without a comment, or a preset key missing from a scale.
+    """
+    tree = _parse_code(text)
+    if tree is None:
+        raise ParamsDocError("the parameters cell is not valid Python")
+    comments = _comments(text)
+    lines = text.split("\n")
+    names, errors = [], []
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            name = node.target.id
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        else:
+            errors.append(f"line {node.lineno}: only one `name: type = default  # comment` per "
+                          f"line, imports and comments belong in a parameters cell")
+            continue
+        names.append(name)
+        where = f"line {node.lineno} ({name})"
+        if node.end_lineno != node.lineno:
+            errors.append(f"{where}: a parameter must fit on one line "
+                          f"(papermill reads only the last line's comment)")
+            continue
+        if node.lineno not in comments:
+            errors.append(f"{where}: no comment; say what the parameter is after '#'")
+            continue
+        column, comment = comments[node.lineno]
+        if "=" in comment:
+            errors.append(f"{where}: the comment holds '=', which makes papermill "
+                          f"--help-notebook drop the line; reword it: {comment!r}")
+            continue
+        comment = _SUFFIX.sub("", comment)
+        if name in mapping:
+            try:
+                comment = f"{comment} {preset_suffix(*mapping[name], presets)}"
+            except ParamsDocError as exc:
+                errors.append(f"{where}: {exc}")
+                continue
+        line = lines[node.lineno - 1]
+        lines[node.lineno - 1] = f"{line[:column].rstrip()}  # {comment}"
+    if errors:
+        raise ParamsDocError("\n        ".join(errors))
+    return "\n".join(lines), names
+
+
+def params_doc(notebooks, *, check=False, params_dir=None, stream=sys.stdout) -> int:
+    """Document (or with ``check``, verify) the parameters of ``notebooks``; returns the exit status."""
+    presets = load_presets(params_dir)
+    status = 0
+    for nb_path in notebooks:
+        nb_path = Path(nb_path)
+        raw = nb_path.read_text(encoding="utf-8")
+        nb = json.loads(raw)
+        cell = parameters_cell(nb)
+        name = _display_name(nb_path)
+        if cell is None:
+            print(f"error   {name}: no code cell tagged 'parameters'", file=stream)
+            status = 1
+            continue
+        try:
+            text, names = document_parameters(_source(cell), preset_map(nb), presets)
+        except ParamsDocError as exc:
+            print(f"error   {name}: {exc}", file=stream)
+            status = 1
+            continue
+        if text == _source(cell):
+            print(f"ok      {name}: {len(names)} parameters documented", file=stream)
+            continue
+        if check:
+            old = _source(cell).split("\n")
+            changed = [new for old_line, new in zip(old, text.split("\n")) if old_line != new]
+            print(f"stale   {name}: {len(changed)} parameter comments differ from params/*.yaml, e.g.\n"
+                  f"        {changed[0].strip()}", file=stream)
+            status = 1
+            continue
+        cell["source"] = text.splitlines(keepends=True)
+        nb_path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"updated {name}: {len(names)} parameters documented", file=stream)
+    if status and check:
+        print("run `python scripts/chapters.py params-doc` to update the comments", file=stream)
+    return status
+
+
 # ---------------------------------------------------------------------------- CLI
 
 def _parse_value(text: str):
@@ -343,8 +567,16 @@ def main(argv=None) -> int:
     p_stage = sub.add_parser("stage", help="copy config and non-notebook book files into the stage")
     p_stage.add_argument("--out", type=Path, default=STAGE)
     sub.add_parser("list", help="print the notebook chapters in toc order")
+    p_doc = sub.add_parser("params-doc", help="append '(quick: ..., paper: ...)' from params/*.yaml "
+                                              "to every parameter comment")
+    p_doc.add_argument("notebooks", nargs="*", type=Path,
+                       help="chapter notebooks (default: all notebook chapters of _toc.yml)")
+    p_doc.add_argument("--check", action="store_true",
+                       help="change nothing; exit 1 if a comment is stale or cannot be documented")
     args = parser.parse_args(argv)
 
+    if args.command == "params-doc":
+        return params_doc(args.notebooks or chapter_notebooks(), check=args.check)
     if args.command == "list":
         for nb in chapter_notebooks():
             print(nb.relative_to(ROOT))

@@ -51,6 +51,21 @@ def test_read_glue_values_and_kernel_interpreter(tmp_path):
     assert chapters.read_glue(nbformat.read(str(out), as_version=4)) == values
 
 
+def test_chapter_kernels_run_over_ipc_with_a_quiet_log(tmp_path, capfd):
+    """No "running over TCP without encryption" warning from the kernel, no papermill
+    "Unable to parse line" for a parameters cell that follows the rules."""
+    nb = _notebook(tmp_path / "quiet.ipynb",
+                   "import json\nfrom ipykernel import get_connection_info\nfrom myst_nb import glue",
+                   'glue("transport", json.loads(get_connection_info())["transport"], display=False)',
+                   parameters="x: float = 1.0  # a number, no equals sign\ny: int = 2  # another")
+    capfd.readouterr()
+    chapters.execute(nb, tmp_path / "out.ipynb", {"x": 2.0, "y": 3})
+    log = capfd.readouterr()
+    assert chapters.read_glue(tmp_path / "out.ipynb")["transport"] == "ipc"
+    for noise in ("without encryption", "Unable to parse", "Passed unknown parameter", "WARNING"):
+        assert noise not in log.err + log.out
+
+
 def test_read_glue_of_notebook_without_glue(tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_markdown_cell("text"), nbformat.v4.new_code_cell("1 + 1")]
