@@ -18,13 +18,14 @@ export MPLBACKEND := Agg
 export NUMBA_CACHE_DIR := $(CURDIR)/_build/numba-cache
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help venv book chapter stage html check-html test bench bench-smoke clean distclean
+.PHONY: help venv book chapter stage html check-html params-doc test bench bench-smoke clean distclean
 
 help:
 	@echo "make book        create .venv if needed, run all chapters (SCALE=$(SCALE)) and build $(HTML)"
 	@echo "make test        run the test suite (pytest -n auto)"
 	@echo "make chapter NB=book/01_committee.ipynb ARGS=\"-p K 6\"   run one chapter into _build/stage"
 	@echo "make check-html  render every chapter page of $(HTML) in headless Chromium and check it"
+	@echo "make params-doc  write '(quick: ..., paper: ...)' from params/*.yaml into every chapter parameter comment"
 	@echo "make bench       run benchmarks/bench_*.py"
 	@echo "make bench-smoke run every benchmark in its smoke mode (TSDYN_BENCH_SMOKE=1: tiny sizes, seconds)"
 	@echo "make clean       remove _build/ (make distclean also removes .venv)"
@@ -62,6 +63,10 @@ html: $(STAMP)
 
 check-html: $(STAMP)
 	$(PY) scripts/check_html.py $(HTML)
+
+# After changing a preset or a chapter parameter (tests/test_params_doc.py checks it).
+params-doc: $(STAMP)
+	$(PY) scripts/chapters.py params-doc
 
 test: $(STAMP)
 	$(PY) -m pytest -n auto
