@@ -169,7 +169,7 @@ def execute(nb, out, parameters: dict | None = None, cwd=None, *, log_output=Fal
         )
 
 
-def _ipc_config(folder) -> "traitlets.config.Config":
+def _ipc_config(folder):
     """Kernel over local (Unix-socket) IPC in ``folder`` instead of TCP.
 
     ipykernel warns on stderr, for every kernel, that TCP without encryption exposes the

@@ -149,7 +149,7 @@ def test_moving_a_slider_of_explore_redraws_the_figure(lab):
                           timeout=TIMEOUT_S)
             page.evaluate(f"(async () => {{ await {NOTEBOOK}.context.ready; "
                           f"await {NOTEBOOK}.sessionContext.ready; }})()")
-            page.evaluate(f"jupyterapp.commands.execute('notebook:run-all-cells')")  # Run > Run All Cells
+            page.evaluate("jupyterapp.commands.execute('notebook:run-all-cells')")  # Run > Run All Cells
             run = page.wait_for(ALL_RUN, timeout=TIMEOUT_S)
             assert run["errors"] == [], run["errors"]
             assert run["counts"] == list(range(1, len(run["counts"]) + 1))

@@ -21,7 +21,6 @@ import json
 import multiprocessing
 import numbers
 import os
-import sys
 import tempfile
 from collections.abc import Mapping
 
