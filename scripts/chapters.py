@@ -248,9 +248,28 @@ def _run_one(nb: str, out: str, parameters: dict, log_output: bool, timeout):
     try:
         execute(nb, out, parameters, cwd=Path(nb).resolve().parent, log_output=log_output,
                 execution_timeout=timeout)
+        hide_injected_parameters(out)
         return nb, out, None
     except BaseException as exc:  # noqa: BLE001 - every failure is reported, not raised
         return nb, out, _format_error(exc)
+
+
+def hide_injected_parameters(path) -> None:
+    """Tag the cell papermill injects (``injected-parameters``) ``hide-cell``.
+
+    The book shows it folded: a reader sees the chapter's own parameters cell, and can
+    unfold which values this build passed (``scale`` and any ``-p``).
+    """
+    path = Path(path)
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    changed = False
+    for cell in nb["cells"]:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "injected-parameters" in tags and "hide-cell" not in tags:
+            cell["metadata"]["tags"] = [*tags, "hide-cell"]
+            changed = True
+    if changed:
+        path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def run(notebooks, *, scale="quick", parameters=None, jobs=None, out_dir=None,

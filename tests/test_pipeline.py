@@ -132,6 +132,10 @@ def test_run_reports_failed_chapter(tmp_path):
     assert "ValueError: eta must be > 0; got -0.1" in report
     assert "good.ipynb" not in report  # only the failed chapter is reported
     assert (out / "good.ipynb").exists() and (out / "bad_chapter.ipynb").exists()
+    # the cell papermill injects is folded in the book
+    injected = [c for c in nbformat.read(str(out / "good.ipynb"), as_version=4).cells
+                if "injected-parameters" in c.metadata.get("tags", [])]
+    assert len(injected) == 1 and "hide-cell" in injected[0].metadata["tags"]
     # papermill marks the failing cell in the executed copy
     assert "An Exception was encountered" in (out / "bad_chapter.ipynb").read_text()
 
