@@ -148,7 +148,7 @@ def test_the_book_loads_mathjax_from_the_build_not_a_cdn():
     from sphinx.errors import ExtensionError
 
     config = yaml.safe_load((ROOT / "_config.yml").read_text())["sphinx"]
-    assert config["local_extensions"] == {"mathjax_offline": "_ext"}
+    assert config["local_extensions"]["mathjax_offline"] == "_ext"
     _check_path(None, SimpleNamespace(mathjax_path=config["config"]["mathjax_path"]))
     for path, match in [("https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js", "must be a file"),
                         ("tex-chtml.js", "must be a file"),
