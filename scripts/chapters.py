@@ -500,10 +500,14 @@ def document_parameters(text: str, mapping: dict, presets: dict) -> tuple[str, l
         comment = _SUFFIX.sub("", comment)
         if name in mapping:
             try:
-                comment = f"{comment} {preset_suffix(*mapping[name], presets)}"
+                suffix = preset_suffix(*mapping[name], presets)
             except ParamsDocError as exc:
                 errors.append(f"{where}: {exc}")
                 continue
+            if "=" in suffix:
+                errors.append(f"{where}: a preset value holds '=', which papermill cannot show: {suffix}")
+                continue
+            comment = f"{comment} {suffix}"
         line = lines[node.lineno - 1]
         lines[node.lineno - 1] = f"{line[:column].rstrip()}  # {comment}"
     if errors:

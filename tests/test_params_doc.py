@@ -131,6 +131,14 @@ def test_params_doc_refuses_what_papermill_cannot_parse(tmp_path, params_dir, ce
     assert re.search(match.replace("line 1", "line 2"), "".join(out)), out
 
 
+def test_params_doc_refuses_a_preset_value_with_an_equals_sign(tmp_path, params_dir):
+    (params_dir / "quick.yaml").write_text((params_dir / "quick.yaml").read_text().replace("g: erf", "g: a=b"))
+    nb = toy_notebook(tmp_path / "toy.ipynb")
+    out = []
+    assert chapters.params_doc([nb], params_dir=params_dir, stream=_Lines(out)) == 1
+    assert "(g): a preset value holds '='" in "".join(out)
+
+
 def test_params_doc_refuses_a_key_missing_from_a_preset(tmp_path, params_dir):
     loader = 'cfg = presets.load("toy", scale, {"eta": eta, "zeta": zeta})'
     nb = toy_notebook(tmp_path / "toy.ipynb", cell="zeta: Optional[float] = None  # new knob", loader=loader)
