@@ -268,11 +268,9 @@ class Page:
                 raise CDPError(f"timed out after {timeout:g} s waiting for: {expression}")
             time.sleep(interval)
 
-    def screenshot(self, path=None, *, full_page=False) -> bytes:
-        params = {"format": "png"}
-        if full_page:
-            params["captureBeyondViewport"] = True
-        data = base64.b64decode(self.send("Page.captureScreenshot", params)["data"])
+    def screenshot(self, path=None) -> bytes:
+        """PNG of the viewport (the ``window`` size of the browser); written to ``path`` if given."""
+        data = base64.b64decode(self.send("Page.captureScreenshot", {"format": "png"})["data"])
         if path is not None:
             with open(path, "wb") as f:
                 f.write(data)
@@ -287,9 +285,7 @@ class Page:
         self.send("Input.dispatchKeyEvent", {"type": "keyUp", **params})
 
     def click(self, x: float, y: float):
+        """A left click at viewport coordinates (CSS pixels)."""
         for kind in ("mousePressed", "mouseReleased"):
             self.send("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y,
                                                    "button": "left", "clickCount": 1})
-
-    def close(self):
-        self.browser.send("Target.closeTarget", {"targetId": self.target})
