@@ -176,9 +176,12 @@ def _ipc_config(folder):
     code and outputs to the network; IPC sockets are files only this user can reach.
     Each run gets its own folder: the default socket name ("kernel-ipc-N", relative to
     the working directory) would collide between chapters run in parallel in book/.
+    Windows has no IPC transport in ZeroMQ: there the kernel stays on TCP.
     """
     from traitlets.config import Config
 
+    if os.name == "nt":
+        return Config()
     return Config({"KernelManager": {"transport": "ipc", "ip": os.path.join(str(folder), "kernel")}})
 
 
