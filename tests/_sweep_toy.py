@@ -62,13 +62,16 @@ def every_dtype(a, *, seed):
         "f32": ("i", f64.astype(np.float32)),
         "f16": ("i", f64.astype(np.float16)),
         "c128": ("j", np.array([1 + 2j, complex(np.nan, -0.0), a * 1j])),
+        "c64": ("j", np.array([1 + 2j, complex(np.inf, -0.0), a * 1j], np.complex64)),
         **{f"i{b}": ("j", np.array([np.iinfo(f"int{b}").min, a, np.iinfo(f"int{b}").max], f"int{b}"))
            for b in (8, 16, 32, 64)},
         **{f"u{b}": ("j", np.array([0, a, np.iinfo(f"uint{b}").max], f"uint{b}")) for b in (8, 16, 32, 64)},
         "diverged": ((), np.bool_(a == 2)),
         "flags": ("j", np.array([True, False, a == 1])),
         "label": ("j", np.array(["erf", "relu", "é" * a])),
+        "raw": ("j", np.array([b"ab", b"", b"x" * a])),
         "when": ("j", np.array(["2026-01-01T00:00:00.000000001", "NaT", "1970-01-01"], "datetime64[ns]")),
+        "lag": ("j", np.array([1, -a, 0], "timedelta64[ns]")),
     }, coords={"i": ("i", np.arange(8.0), {"units": "index"})})
 
 
