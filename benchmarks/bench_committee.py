@@ -26,7 +26,7 @@ from tsdyn import committee
 from tsdyn._jit import njit
 from tsdyn.committee import _kernels
 from tsdyn.committee.theory import _pack, rhs
-from _timing import best_of  # noqa: E402  (benchmarks/ is on sys.path)
+from _timing import best_of, smoke  # noqa: E402  (benchmarks/ is on sys.path)
 
 N, K, M, ETA = 784, 4, 4, 0.2
 
@@ -85,7 +85,7 @@ def bench_ode():
     w_star, w, v = committee.initial_weights(p, 1)
     init = dict(Q0=w @ w.T / N, R0=w @ w_star.T / N, T=w_star @ w_star.T / N)
     T = init["T"]
-    t_max = 1000.0
+    t_max = smoke(1000.0, 10.0)
     reference = committee.ode(p, t_eval=[t_max], rtol=1e-12, atol=1e-14, **init).eg.values[-1]
     rtol = 1e-8
     adaptive = committee.ode(p, t_eval=[t_max], rtol=rtol, atol=1e-10, **init).eg.values[-1]
@@ -110,7 +110,7 @@ def bench_ode():
 
 def main():
     print("committee: online SGD, N=784, K=M=4, erf (ratios measured in one run)")
-    for batch, samples in ((1, 20_000), (64, 64 * 2_000)):
+    for batch, samples in smoke(((1, 20_000), (64, 64 * 2_000)), ((1, 500), (64, 64 * 20))):
         r = bench_sgd(batch, samples)
         verdict = "ok" if r["end_to_end"] >= 2.0 else (
             "MISSED: bound by drawing the inputs" if r["bound"] < 2.0 else "MISSED")

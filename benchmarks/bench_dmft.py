@@ -42,8 +42,8 @@ import tsdyn.dmft.solve  # noqa: E402,F401
 from tsdyn import dmft  # noqa: E402
 from tsdyn.dmft import _kernels  # noqa: E402
 from tsdyn.dmft.model import codes  # noqa: E402
-from tsdyn.dmft.simulate import _seed_sequence  # noqa: E402
-from _timing import best_of  # noqa: E402  (benchmarks/ is on sys.path)
+from tsdyn._seeds import seed_sequence  # noqa: E402
+from _timing import best_of, smoke  # noqa: E402  (benchmarks/ is on sys.path)
 
 solve_mod = sys.modules["tsdyn.dmft.solve"]
 P = dmft.Params(alpha=2.0, Delta=0.5, b=0.3, eta=0.2, R0=0.01)
@@ -121,7 +121,7 @@ def numpy_iteration(data, kern, n_resp, gather=True):
 
 def compare(n_t, N, n_resp, what):
     kern = converged_kernels(n_t, min(N, 3000))
-    ss = _seed_sequence(0)
+    ss = seed_sequence(0)
     keys = solve_mod._keys(ss)
     data = solve_mod._effective_samples(P, N, n_t, P.eta, ss)
     work = _kernels.workspace(n_t, solve_mod.CHUNK, solve_mod.RESP_CHUNK)  # once per solve
@@ -151,14 +151,15 @@ def compare(n_t, N, n_resp, what):
 def main():
     # 1-2: one iteration at the chapter's quick grid (t_max = 20, dt = eta = 0.2,
     # n_samples = 1500, default n_resp = 1000) and at a smaller one
-    compare(101, 1500, 1000, "the chapter's quick grid")
-    compare(61, 2000, 500, "a smaller grid")
-    compare(251, 8000, 1000, "towards paper scale")
+    grids = smoke([(101, 1500, 1000, "the chapter's quick grid"), (61, 2000, 500, "a smaller grid"),
+                   (251, 8000, 1000, "towards paper scale")], [(21, 200, 50, "a smoke grid")])
+    for grid in grids:
+        compare(*grid)
 
     # 3: scaling with n_t
-    sizes = [41, 81, 161, 321]
-    N, n_resp = 1000, 250
-    keys = solve_mod._keys(_seed_sequence(0))
+    sizes = smoke([41, 81, 161, 321], [11, 21, 41])
+    N, n_resp = smoke((1000, 250), (100, 20))
+    keys = solve_mod._keys(seed_sequence(0))
     t_full, t_proc = [], []
     for n_t in sizes:
         kern = converged_kernels(n_t, 400) if n_t <= 161 else _extend(kern, n_t)
@@ -181,13 +182,14 @@ def main():
         f"n_t={n}: {t / t_full[0]:.1f}" for n, t in zip(sizes, t_full)))
 
     # 4: memory of a whole solve
-    print("peak memory of a solve / (8 n_t^2 bytes), n_samples = 500 | 4000; and without the "
+    n_list = smoke((500, 4000), (100, 200))
+    print(f"peak memory of a solve / (8 n_t^2 bytes), n_samples = {n_list[0]} | {n_list[1]}; and without the "
           f"chunk buffers (chunk = {solve_mod.CHUNK}, response batch = min(n_resp, "
           f"{solve_mod.RESP_CHUNK}), O(chunk n_t)):")
     dmft.solve(P, 2.0, n_samples=300, tol=1e-3)
-    for n_t in (51, 101, 201, 401):
+    for n_t in smoke((51, 101, 201, 401), (21,)):
         peaks = []
-        for n in (500, 4000):
+        for n in n_list:
             tracemalloc.start()
             dmft.solve(P, (n_t - 1) * P.eta, n_samples=n, n_resp=50, tol=1e-2)
             peaks.append(tracemalloc.get_traced_memory()[1])
@@ -198,13 +200,13 @@ def main():
               f"buffers: {(peaks[0] - work) / unit:5.1f} | {(peaks[1] - work) / unit:5.1f}")
 
     # 5: chapter solve vs one simulation
-    t_max = 20.0
+    t_max, n_samples, d = smoke((20.0, 1500, 500), (2.0, 200, 50))
     t0 = time.perf_counter()
-    ds = dmft.solve(P, t_max, n_samples=1500)
+    ds = dmft.solve(P, t_max, n_samples=n_samples)
     t_solve = time.perf_counter() - t0
-    t_sim = best_of([lambda: dmft.simulate(P, t_max, d=500, seed=0)], repeats=2)[0]
-    print(f"chapter grid (t_max={t_max}, dt={P.eta}, n_samples=1500 (quick scale), {int(ds.n_iter)} iterations): "
-          f"solve / one simulation at d=500 = {t_solve / t_sim:.1f}")
+    t_sim = best_of([lambda: dmft.simulate(P, t_max, d=d, seed=0)], repeats=2)[0]
+    print(f"chapter grid (t_max={t_max}, dt={P.eta}, n_samples={n_samples}, {int(ds.n_iter)} iterations): "
+          f"solve / one simulation at d={d} = {t_solve / t_sim:.1f}")
 
 
 def _extend(kern, n_t):

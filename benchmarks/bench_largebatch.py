@@ -29,10 +29,10 @@ import numpy as np
 
 from tsdyn import largebatch as lb
 from tsdyn.largebatch import _kernels
-from _timing import best_of  # noqa: E402  (benchmarks/ is on sys.path)
+from _timing import best_of, smoke  # noqa: E402  (benchmarks/ is on sys.path)
 
 simmod = importlib.import_module("tsdyn.largebatch.simulate")
-D = 1024
+D = smoke(1024, 256)
 REPEATS = 4
 SQ2 = np.sqrt(2.0)
 

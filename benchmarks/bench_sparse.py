@@ -33,9 +33,9 @@ import numpy as np  # noqa: E402
 from tsdyn import sparse  # noqa: E402
 from tsdyn.sparse import _kernels  # noqa: E402
 from tsdyn.sparse.networks import compact, draw_networks, transpose_lists  # noqa: E402
-from _timing import best_of  # noqa: E402  (benchmarks/ is on sys.path)
+from _timing import best_of, smoke  # noqa: E402  (benchmarks/ is on sys.path)
 
-N, D, M, A = 200, 4, 64, 0.1
+N, D, M, A = smoke(200, 20), 4, 64, 0.1
 
 
 def leaky(x):
@@ -83,7 +83,7 @@ def main():
     s_out = compact(nets.student_out, nets.support_out)
     hid_out, hid_slot = transpose_lists(s_out[0])
     rng = np.random.default_rng(0)
-    n_sweeps = 20
+    n_sweeps = smoke(20, 2)
     X = rng.standard_normal((n_sweeps, N, M))
     order = rng.permuted(np.tile(np.arange(p.n_weights), (n_sweeps, 1)), axis=1)
     bits = np.zeros(order.shape, np.int8)
