@@ -337,5 +337,7 @@ def median_ci(x, *, q=0.95, n_boot=2000, seed=0):
     _validate.real("q", q, low=0.0, high=1.0, low_open=True, high_open=True, doc="coverage")
     rng = np.random.default_rng(seed)
     boot = np.median(x[rng.integers(0, x.size, (n_boot, x.size))], axis=1)
-    lo, hi = np.quantile(boot, [(1 - q) / 2, (1 + q) / 2])
+    # order statistics, not interpolation (censored runs are inf)
+    lo = np.quantile(boot, (1 - q) / 2, method="lower")
+    hi = np.quantile(boot, (1 + q) / 2, method="higher")
     return float(np.median(x)), float(lo), float(hi)
