@@ -33,6 +33,8 @@ def test_chapter_agreement_figures(glued):
         for name in ("samples", "resp"):
             assert abs(g[f"bias_{name}_{v}"]) < g[f"dmft_{v}_spread"], (name, v)
         assert abs(g[f"bias_eta_{v}"]) < g[f"dmft_{v}_spread"] / 10, v
+    # the most significant paired change is below half of one solve's spread ("a fraction")
+    assert g["bias_max_frac"] < 0.5
     # Simulations vs the 4 n_samples DMFT at every d of the sweep (3 d's against one DMFT
     # reference): below 3.5 standard errors (P(max of 3 |t| > 3.5) < 1% at these dof).
     assert g["gap_loss_max_z"] < 3.5 and g["gap_eg_max_z"] < 3.5
@@ -40,6 +42,11 @@ def test_chapter_agreement_figures(glued):
     # t_max) agrees with the DMFT within 3 standard errors at both d; the step dependences
     # of DMFT and simulations agree within 3 combined standard errors.
     assert g["esc_lag_between"] > 0
+    # ... and the text: eps_g in the middle of the escape agrees with the DMFT at fd_d (within
+    # 3 combined standard errors) and is higher at d than at fd_d.
+    se = (g["esc_eg_fd_se"] ** 2 + g["esc_eg_th_se"] ** 2) ** 0.5
+    assert abs(g["esc_eg_fd"] - g["esc_eg_th"]) < 3 * se
+    assert g["esc_eg_d"] > g["esc_eg_fd"]
     assert g["C_gap_max_z"] < 3
     # (+1e-4: the glued values are rounded to 4 decimals)
     assert abs(g["C_step_dmft"] - g["C_step_sim"]) < 3 * (g["C_step_dmft_se"] ** 2 + g["C_step_sim_se"] ** 2) ** 0.5 + 1e-4
