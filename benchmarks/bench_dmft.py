@@ -150,8 +150,10 @@ def compare(n_t, N, n_resp, what):
 
 def main():
     # 1-2: one iteration at the chapter's quick grid (t_max = 20, dt = eta = 0.2,
-    # n_samples = 1500, default n_resp = 1000) and at a smaller one
-    grids = smoke([(101, 1500, 1000, "the chapter's quick grid"), (61, 2000, 500, "a smaller grid"),
+    # n_samples = 6000, default n_resp = 1000), at the earlier one (n_samples = 1500) and
+    # at a smaller one
+    grids = smoke([(101, 6000, 1000, "the chapter's quick grid"),
+                   (101, 1500, 1000, "the chapter's earlier grid"), (61, 2000, 500, "a smaller grid"),
                    (251, 8000, 1000, "towards paper scale")], [(21, 200, 50, "a smoke grid")])
     for grid in grids:
         compare(*grid)
@@ -200,7 +202,7 @@ def main():
               f"buffers: {(peaks[0] - work) / unit:5.1f} | {(peaks[1] - work) / unit:5.1f}")
 
     # 5: chapter solve vs one simulation
-    t_max, n_samples, d = smoke((20.0, 1500, 500), (2.0, 200, 50))
+    t_max, n_samples, d = smoke((20.0, 6000, 400), (2.0, 200, 50))
     t0 = time.perf_counter()
     ds = dmft.solve(P, t_max, n_samples=n_samples)
     t_solve = time.perf_counter() - t0

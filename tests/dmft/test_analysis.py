@@ -1,9 +1,9 @@
-"""The chapter's statistics: Welch dof, pooled deviations and the late-gap sweep."""
+"""The chapter's statistics: seeds per curve, Welch dof, window deviations, bias checks."""
 
 import numpy as np
 import pytest
 
-from tsdyn import dmft, stats
+from tsdyn import _seeds, dmft, stats
 
 
 def test_welch_dof_bounds():
@@ -30,34 +30,70 @@ def test_difference_by_hand():
         dmft.mean_se([1.0])
 
 
-def test_yardstick_and_time_window():
-    """Pooling: n counts every 5th point before t_until, for each curve and variable."""
+def test_curve_seeds_are_distinct_and_reproducible():
+    """Every curve key gives its own root seed; the same key the same one; runs of a
+    curve are the root's children (so two curves never share a training set)."""
+    a, b = dmft.curve_seed("sim", {"b": 0.3, "d": 400}), dmft.curve_seed("sim", {"d": 400, "b": 0.3})
+    assert a.entropy == b.entropy  # dict order does not matter
+    assert dmft.curve_seed("sim", {"b": 0.3}).entropy != dmft.curve_seed("sim", {"b": 0.1}).entropy
     p = dmft.Params(alpha=2.0, Delta=0.5, b=0.5, eta=0.2, R0=0.01)
-    sim = dmft.simulate_seeds(p, 4.0, d=60, seeds=3)
-    th, th_se, _ = dmft.solve_seeds(p, 4.0, seeds=2, n_samples=200)
-    y = dmft.yardstick([(th, th_se, sim)] * 2, n_theory=2, variables=("eg",))
-    assert y["n"] == 2 * 4  # t = 1, 2, 3, 4
-    y2 = dmft.yardstick([(th, th_se, sim)], n_theory=2, variables=("eg", "train_loss"), t_until=3.0)
-    assert y2["n"] == 2 * 2  # t = 1, 2
-    assert y2["max_z"] >= y2["rms_z"] > 0
-    with pytest.raises(ValueError, match="t_until"):
-        dmft.yardstick([(th, th_se, sim)], n_theory=2, t_until=0.5)
+    q = dmft.Params(alpha=2.0, Delta=0.5, b=0.6, eta=0.2, R0=0.01)
+    sp, sq = (dmft.simulate_seeds(x, 1.0, d=40, seeds=2) for x in (p, q))
+    assert not np.allclose(sp.eg_run.values[:, 1], sq.eg_run.values[:, 1])
+    root = dmft.curve_seed("simulation", p.attrs(), 40, "fixed")
+    run1 = dmft.simulate(p, 1.0, d=40, seed=_seeds.child(root, 1))
+    np.testing.assert_array_equal(sp.eg_run.values[1], run1.eg.values)
+    # DMFT: the key leaves out n_samples, so 4x the samples nests the same seeds
+    _, _, s1 = dmft.solve_seeds(p, 1.0, seeds=2, n_samples=100)
+    _, _, s2 = dmft.solve_seeds(q, 1.0, seeds=2, n_samples=100)
+    assert s1[0].attrs["seed_entropy"] != s2[0].attrs["seed_entropy"]
 
 
-def test_late_gap_sweep_split_and_bad_input():
+def test_window_yardstick_counts_and_run_averages():
+    """One deviation per curve, window and variable; each one compares run averages."""
+    p = dmft.Params(alpha=2.0, Delta=0.5, b=0.5, eta=0.2, R0=0.01)
+    sim = dmft.simulate_seeds(p, 4.0, d=60, seeds=5)
+    _, _, sols = dmft.solve_seeds(p, 4.0, seeds=5, n_samples=200)
+    w = dmft.log_windows(4.0, n=3)
+    assert w == [(0.0, 1.0), (1.0, 2.0), (2.0, 4.0)]
+    y = dmft.yardstick([(sols, sim)] * 2, windows=w, variables=("eg", "train_loss"))
+    assert y["n"] == 2 * 3 * 2 and y["max_z"] >= y["rms_z"] > 0
+    row = y["rows"][2]  # eg, window (2, 4]
+    a = sim.eg_run.values[:, 11:].mean(1)  # t = 2.2 ... 4.0
+    b = np.array([float(s.eg.sel(t=slice(2.1, None)).mean()) for s in sols])
+    assert row["window"] == (2.0, 4.0) and row["diff"] == pytest.approx(a.mean() - b.mean())
+    with pytest.raises(ValueError, match="windows"):
+        dmft.window_deviations(sols, sim, windows=[(4.0, 5.0)])
+
+
+def test_bias_check_is_paired_and_nested():
+    """The three solves of a seed share it; at factor * n_samples the first n_samples are
+    the same samples, so the paired difference is far below the seed-to-seed spread."""
     p = dmft.Params(alpha=2.0, Delta=0.5, b=1.0, eta=0.2, R0=0.01)
-    kw = dict(n_samples=[150, 300], ds=[40, 80], seeds=4, d_ref=40, n_samples_ref=150, k_sim=2, k_th=2)
-    sw = dmft.late_gap_sweep(p, 2.0, **kw)
-    assert set(sw["sim"]) == {40, 80} and set(sw["th"]) == {150, 300}
-    a, b = sw["sim"][40]["train_loss"], sw["th"][150]["train_loss"]
-    assert sw["first"]["train_loss"]["diff"] == pytest.approx(a[:2].mean() - b[:2].mean())
-    assert sw["rest"]["train_loss"]["diff"] == pytest.approx(a[2:].mean() - b[2:].mean())
-    assert sw["all"]["train_loss"]["diff"] == pytest.approx(a.mean() - b.mean())
-    # the window averages are those of the runs with the same seeds
-    run = dmft.simulate(p, 2.0, d=40, seed=1)
-    assert a[1] == pytest.approx(float(run.train_loss.sel(t=slice(1.5, None)).mean()))
-    assert len(sw["half"]["eg"]) == 4 and sw["gaps"]["eg"][(80, 300)]["se"] > 0
-    for bad, match in ((dict(d_ref=50), "d_ref"), (dict(n_samples_ref=200), "n_samples_ref"),
-                       (dict(k_sim=3), "k_sim"), (dict(seeds=3), "seeds"), (dict(ds=40), "ds")):
+    bc = dmft.bias_check(p, 2.0, n_samples=200, seeds=3, n_resp_alt=50, variables=("eg",))
+    assert len(bc["base"]["eg"]) == 3 and bc["n_resp"] == 200 and bc["n_resp_alt"] == 50
+    d = bc["big"]["eg"] - bc["base"]["eg"]
+    assert bc["d_samples"]["eg"][0] == pytest.approx(d.mean())
+    assert len(bc["sols_big"]) == 3 and bc["sols_big"][0].attrs["n_samples"] == 800
+
+
+def test_finite_d_sweep_pairs_the_half_step_runs():
+    p = dmft.Params(alpha=2.0, Delta=0.5, b=1.0, eta=0.2, R0=0.01)
+    sw = dmft.finite_d_sweep(p, 2.0, ds=[40, 80], seeds=3, variables=("train_loss",))
+    assert set(sw["sim"]) == {40, 80} and len(sw["half"]["train_loss"]) == 3
+    m, se = sw["eta_diff"]["train_loss"]
+    assert m == pytest.approx((sw["half"]["train_loss"] - sw["sim"][40]["train_loss"]).mean())
+    for bad, match in ((dict(d_half=50), "d_half"), (dict(ds=40), "ds")):
         with pytest.raises(ValueError, match=match):
-            dmft.late_gap_sweep(p, 2.0, **{**kw, **bad})
+            dmft.finite_d_sweep(p, 2.0, **{**dict(ds=[40, 80], seeds=3), **bad})
+
+
+def test_crossing_times_and_median_interval():
+    t = np.arange(5.0)
+    v = np.array([[0, 0.2, 0.6, 0.9, 1], [0, 0, 0, 0.1, 0.2], [0, 0.5, 0.5, 1, 1]])
+    np.testing.assert_array_equal(dmft.crossing_times(v, t, 0.5), [2.0, np.inf, 1.0])
+    med, lo, hi = dmft.median_ci(np.arange(101.0))
+    assert med == 50.0 and lo < 50.0 < hi and hi - lo < 30
+    assert dmft.median_ci([1.0, np.inf, np.inf])[0] == np.inf  # censored runs count
+    with pytest.raises(ValueError, match="values"):
+        dmft.crossing_times(v, t[:4], 0.5)

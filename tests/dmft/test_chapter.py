@@ -10,58 +10,62 @@ glued = glued_fixture("03_dmft")
 @pytest.mark.slow
 def test_chapter_agreement_figures(glued):
     g = glued
-    # DMFT vs simulations (both Monte Carlo errors combined, each deviation with its Welch
-    # degrees of freedom): below the 95% quantile of the largest |t| of that many
-    # deviations, plus 1 for the O(1/d) bias at d = 400. Sections 1 to 4.
+    # DMFT vs simulations, one deviation per curve, time window and variable (run averages,
+    # Welch dof; every curve with its own seeds): the largest below the 99.9% quantile of
+    # the largest of that many |t| variables (a correct chapter fails it about 0.1% of the
+    # time per figure if the windows were independent; less, as they are positively
+    # correlated within a curve). Sections 1 to 4.
     for fig in ("two", "three", "reg", "tau"):
-        assert g[f"{fig}_max_z"] < g[f"{fig}_z95"] + 1, fig
-    # Root-mean-square deviation of the two-cluster and persistent-SGD curves within a factor
-    # 2 of that of t variables with their Welch dof (sampling spread of an rms over
-    # correlated time points, plus O(1/d) bias).
-    assert g["two_rms_z"] < 2 * g["two_rms_expected"]
-    assert g["tau_rms_z"] < 2 * g["tau_rms_expected"]
-    # Sections 2-3: the text says their rms is well above pure statistical error and stays
-    # so without the late window (t < 3 t_max/4) and without the b = 1 curves, so the late
-    # b = 1 training-loss gap is not its cause. "Well above": more than 1.25x.
-    for fig in ("three", "reg"):
-        for part in ("", "_early", "_sgd"):
-            assert g[f"{fig}_rms_z{part}"] > 1.25 * g[f"{fig}_rms_expected{part}"], (fig, part)
+        assert g[f"{fig}_max_z"] < g[f"{fig}_z999"], fig
+        # rms within a factor 1.6 of that of independent t variables: the windows of one
+        # curve share its runs, which widens the spread of the rms (5 windows per curve).
+        assert g[f"{fig}_rms_z"] < 1.6 * g[f"{fig}_rms_expected"], fig
     # The DMFT's own Monte Carlo band must be small against the differences the figure is
     # read for (between batch sizes, conv_gap_b): below a tenth of it.
     assert 0 < g["two_dmft_se_eg"] < g["conv_gap_b"] / 10
-    # Section 1's text: at t_max the mini-batch has the lower test error and the higher
-    # training loss than b = 1, in the DMFT and in the simulations (1 = both hold).
-    assert g["two_sgd_lower_eg"] == 1 and g["two_sgd_higher_loss"] == 1
-    # The b = 1 late-loss sweep. At the largest d and n_samples the gap is within 3
-    # standard errors of the window means (12 + 12 runs: Welch dof between 11 and 22,
-    # P(|t| > 3) below 1.2%); the sweep's runs independent of Section 2's do not reproduce
-    # its gap (below 2 standard errors, as the text says); halving eta moves GD's late loss
-    # (a resolved effect) by less than a fifth of the gap of Section 2's runs.
-    assert g["gap_largest_z"] < 3
-    assert g["gap_rest_z"] < 2
-    assert abs(g["gap_eta_diff"]) < abs(g["gap_chapter"]) / 5
-    # Late eps_g at b = 1 against the DMFT, per d: no offset beyond 3 standard errors at any
-    # d (the text says the independent runs do not reproduce Section 3's offset).
-    assert g["gap_eg_max_abs_z"] < 3
-    # ... and the sweep's runs independent of Section 2's carry no late eps_g offset (below 2
-    # standard errors, as the text says)
-    assert g["gap_eg_rest_z"] < 2
-    # Section 3's text: smaller b and larger lam both lower the final eps_g (DMFT and
-    # simulations), and the simulations' final eps_g is below the DMFT's in every curve.
-    assert g["reg_b_order"] == 1 and g["reg_lam_order"] == 1
-    assert g["reg_end_offset_all_negative"] == 1
+    # Section 1's text: the final training loss falls as b grows, and the simulations pick
+    # the same b for the lowest final test error as the DMFT (1 = holds).
+    assert g["two_loss_order"] == 1 and g["two_eg_best_agree"] == 1
+    # Section 2's bias checks: paired finite-sample and response-subset changes of the late
+    # loss and eps_g below the seed-to-seed spread of one solve (the text says "well below");
+    # the halved step moves the simulations by less than a tenth of that spread.
+    for v in ("loss", "eg"):
+        for name in ("samples", "resp"):
+            assert abs(g[f"bias_{name}_{v}"]) < g[f"dmft_{v}_spread"], (name, v)
+        assert abs(g[f"bias_eta_{v}"]) < g[f"dmft_{v}_spread"] / 10, v
+    # the most significant paired change is below half of one solve's spread ("a fraction")
+    assert g["bias_max_frac"] < 0.5
+    # Simulations vs the 4 n_samples DMFT at every d of the sweep (3 d's against one DMFT
+    # reference): below 3.5 standard errors (P(max of 3 |t| > 3.5) < 1% at these dof).
+    assert g["gap_loss_max_z"] < 3.5 and g["gap_eg_max_z"] < 3.5
+    # Finite d: the escape at d comes later than at fd_d (the text says so), and C(t_max,
+    # t_max) agrees with the DMFT within 3 standard errors at both d; the step dependences
+    # of DMFT and simulations agree within 3 combined standard errors.
+    assert g["esc_lag_between"] > 0
+    # ... and the text: eps_g in the middle of the escape agrees with the DMFT at fd_d (within
+    # 3 combined standard errors) and is higher at d than at fd_d.
+    se = (g["esc_eg_fd_se"] ** 2 + g["esc_eg_th_se"] ** 2) ** 0.5
+    assert abs(g["esc_eg_fd"] - g["esc_eg_th"]) < 3 * se
+    assert g["esc_eg_d"] > g["esc_eg_fd"]
+    assert g["C_gap_max_z"] < 3
+    # (+1e-4: the glued values are rounded to 4 decimals)
+    assert abs(g["C_step_dmft"] - g["C_step_sim"]) < 3 * (g["C_step_dmft_se"] ** 2 + g["C_step_sim_se"] ** 2) ** 0.5 + 1e-4
+    # Section 3: on the b t clock the b curves end within a fifth of their spread at equal
+    # t; the mini-batch lowers the minimum more than ten times less than the largest ridge.
+    assert g["reg_end_spread_bt"] < g["reg_end_spread_t"] / 5
+    assert g["reg_min_drop_lam"] > 10 * abs(g["reg_min_drop_b"])
     # Persistent SGD -> SGD: the gap shrinks monotonically as tau decreases (dt = eta/2 and
     # the discrete dt = eta), and at tau = eta/b (dt = eta/2) it is below a third of the
     # longest-persistence gap. (At dt = eta and tau = eta/b the gap is zero by construction,
     # not asserted; test_agreement checks that case in distribution.)
     assert g["tau_monotone"] == 1 and g["tau_monotone_discrete"] == 1
     assert g["tau_gap_smallest"] < g["tau_gap_largest"] / 3
-    # Square loss: DMFT vs exact is Monte Carlo error only (dt = eta): at n_samples = 1500,
-    # ~4 standard errors of m and C (about 1% of values of order 1, see test_theory).
-    assert g["square_dmft_vs_exact"] < 0.05
+    # Square loss: DMFT vs exact is Monte Carlo error only (dt = eta): at n_samples = 6000,
+    # ~4 standard errors of m and C (about 0.5% of values of order 1, see test_theory).
+    assert g["square_dmft_vs_exact"] < 0.025
     # GD at d = 400 vs the exact solution: within the 95% quantile of the largest of ~16
-    # |t| deviations with 5 degrees of freedom (about 4.8).
-    assert g["square_sim_max_z"] < 4.8
+    # |t| deviations with 63 degrees of freedom (about 3.0), plus 1 for the O(1/d) bias.
+    assert g["square_sim_max_z"] < 4.0
     # The solver's numerical error is below the plotted differences between batch sizes.
     assert g["conv_gap_dt"] < g["conv_gap_b"] / 3
     assert g["conv_gap_ns"] < g["conv_gap_b"] / 3

@@ -190,3 +190,32 @@ def test_solver_memory_does_not_grow_with_samples():
         peaks.append(tracemalloc.get_traced_memory()[1])
         tracemalloc.stop()
     assert peaks[1] < 1.1 * peaks[0], peaks
+
+
+@pytest.mark.parametrize("b", [0.3, 1.0])
+def test_drawn_samples_are_the_counter_functions_bit_for_bit(b):
+    """draw_samples (row-wise, the ziggurat's fast path vectorised and the rejections
+    redrawn) gives exactly Z[k, q] = normal(key_noise, (a << 32) + k) and the chain
+    moved by uniform(key_batch, (a << 32) + k), sample a = a0 + q: the definitions of
+    the counter-based generator, so the faster kernel changes no number."""
+    n_t, a0, nc = 40, 700, 300  # 12000 normals: ~180 go through the slow path
+    keys = np.array([5, 6, 7], np.uint64)
+    p01, p10 = 0.2, 0.35
+    c, y, h0, th0 = (np.empty(nc) for _ in range(4))
+    S, Z = np.empty((n_t, nc), np.int8), np.empty((n_t, nc))
+    _kernels.draw_samples(keys, a0, nc, codes(dmft.Params(alpha=2.0, Delta=0.5))[1], 0.5, 0.5,
+                          0.01, b, p01, p10, c, y, h0, th0, S, Z)
+    col = np.empty(n_t)
+    for q in range(nc):
+        base = np.uint64(a0 + q) << np.uint64(32)
+        _rng.fill_normals(keys[2], base, col)
+        np.testing.assert_array_equal(Z[:, q], col)
+        s = (1 if _rng.uniform(keys[1], base) < b else 0) if b < 1 else 1
+        path = [s]
+        for k in range(1, n_t):
+            if b < 1:
+                u = _rng.uniform(keys[1], base + np.uint64(k))
+                s = (1 if u < p01 else 0) if s == 0 else (0 if u < p10 else 1)
+            path.append(s)
+        np.testing.assert_array_equal(S[:, q], path)
+    assert np.isfinite(Z).all()

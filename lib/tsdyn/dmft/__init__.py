@@ -5,8 +5,9 @@ Simulation at finite d (:func:`simulate`) and theory (:func:`solve`, the DMFT; a
 and the model's pointwise functions (:mod:`tsdyn.dmft.model`).
 """
 
-from .analysis import (deviations, difference, late_gap_sweep, max_z, mean_se, simulate_seeds,
-                       solve_seeds, window_means, yardstick, z_scores)
+from .analysis import (bias_check, crossing_times, curve_seed, deviations, difference, finite_d_sweep,
+                       log_windows, max_z, mean_se, median_ci, simulate_seeds, solve_seeds,
+                       window_deviations, window_means, yardstick, z_scores)
 from .exact import exact_square_gd, marchenko_pastur
 from .model import generalisation_error
 from .params import Params
@@ -16,5 +17,5 @@ from .solve import ConvergenceError, solve
 __all__ = ["Params", "simulate", "simulate_point", "batch_indicators", "solve",
            "ConvergenceError", "exact_square_gd", "marchenko_pastur", "generalisation_error",
            "simulate_seeds", "solve_seeds", "max_z", "z_scores", "deviations",
-           "window_means", "yardstick", "mean_se",
-           "difference", "late_gap_sweep"]
+           "window_means", "window_deviations", "log_windows", "yardstick", "mean_se",
+           "difference", "curve_seed", "bias_check", "finite_d_sweep", "crossing_times", "median_ci"]

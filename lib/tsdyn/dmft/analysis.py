@@ -3,26 +3,59 @@
 import numpy as np
 import xarray as xr
 
-from .. import _validate
+from .. import _seeds, _validate
 from ..stats import max_abs_t_quantile_mixed, rms_t_expected, welch_dof
 from .simulate import simulate
 
 VARIABLES = ("m", "C_diag", "eg", "train_loss", "train_acc", "train_energy")
 
 
-def simulate_seeds(params, t_max, *, d, seeds, init="fixed"):
+def curve_seed(*key):
+    """The root SeedSequence of one curve, derived from its ``key`` (any values with a
+    stable ``repr``: strings, numbers, tuples, dicts of them).
+
+    Different curves get unrelated seeds, so their Monte Carlo errors are independent and a
+    fluctuation of one set of runs is never shared by every curve of a chapter. The
+    entropy is the SHA-256 of the key's ``repr`` (dicts sorted by key): the same key gives
+    the same runs in every session.
+    """
+    import hashlib
+
+    def canon(x):
+        if isinstance(x, dict):
+            return tuple(sorted((str(k), canon(v)) for k, v in x.items()))
+        if isinstance(x, (list, tuple)):
+            return tuple(canon(v) for v in x)
+        if isinstance(x, (float, np.floating)):
+            return float(x)
+        if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+            return int(x)
+        return x
+
+    digest = hashlib.sha256(repr(canon(key)).encode()).digest()
+    return np.random.SeedSequence(int.from_bytes(digest[:16], "little"))
+
+
+def simulate_seeds(params, t_max, *, d, seeds, init="fixed", seed=None):
     """Mean and standard error over ``seeds`` independent runs (data, init and batches).
 
-    Returns a Dataset with ``<var>`` (mean) and ``<var>_se`` for m, C_diag, eg,
-    train_loss, train_acc, and the number of diverged runs.
+    Run ``i`` uses child ``i`` of ``seed`` (default: :func:`curve_seed` of the parameters,
+    ``d`` and ``init``, so every curve has its own training sets; pass the same ``seed``
+    to two calls to pair them, e.g. the same training sets at another learning rate).
+
+    Returns a Dataset with ``<var>`` (mean), ``<var>_se`` and ``<var>_run`` (seed, t), the
+    runs themselves, for m, C_diag, eg, train_loss, train_acc, train_energy, and the
+    number of diverged runs.
     """
     _validate.integer("seeds", seeds, low=2, doc="independent runs (error bars need two)")
-    runs = [simulate(params, t_max, d=d, seed=s, init=init) for s in range(seeds)]
+    root = curve_seed("simulation", params.attrs(), d, init) if seed is None else seed
+    runs = [simulate(params, t_max, d=d, seed=s, init=init) for s in _seeds.children(root, seeds)]
     out = {}
     for v in VARIABLES:
         vals = np.stack([r[v].values for r in runs])
         out[v] = ("t", vals.mean(0), runs[0][v].attrs)
         out[v + "_se"] = ("t", vals.std(0, ddof=1) / np.sqrt(seeds))
+        out[v + "_run"] = (("seed", "t"), vals)
     out["n_diverged"] = ((), sum(bool(r.diverged) for r in runs))
     return xr.Dataset(out, coords={"t": runs[0].t},
                       attrs={**runs[0].attrs, "kind": "simulation mean", "seeds": seeds})
@@ -86,8 +119,13 @@ def max_z(sim, theory, variables=("eg", "train_loss"), every=5, theory_se=None):
     return float(z.max()) if len(z) else 0.0
 
 
-def solve_seeds(params, t_max, *, seeds, **solve_kw):
+def solve_seeds(params, t_max, *, seeds, seed=None, **solve_kw):
     """:func:`tsdyn.dmft.solve` with independent Monte Carlo seeds: mean and standard error.
+
+    Seed ``i`` is child ``i`` of ``seed`` (default: :func:`curve_seed` of the parameters,
+    so every curve has its own Monte Carlo samples). The key leaves out ``n_samples``: the
+    counter-based samples of a seed are nested, so the same call with 4 ``n_samples``
+    reuses the first quarter's samples (paired runs, :func:`bias_check`).
 
     Returns (mean Dataset of the first-order observables, their standard errors, the list
     of solutions).
@@ -95,7 +133,8 @@ def solve_seeds(params, t_max, *, seeds, **solve_kw):
     from .solve import solve
 
     _validate.integer("seeds", seeds, low=2, doc="Monte Carlo seeds")
-    sols = [solve(params, t_max, seed=s, **solve_kw) for s in range(seeds)]
+    root = curve_seed("dmft", params.attrs()) if seed is None else seed
+    sols = [solve(params, t_max, seed=s, **solve_kw) for s in _seeds.children(root, seeds)]
     stack = xr.concat([s[list(VARIABLES)] for s in sols], dim="seed")
     return stack.mean("seed"), stack.std("seed", ddof=1) / np.sqrt(seeds), sols
 
@@ -115,29 +154,67 @@ def window_means(runs, var, t_from):
     return out
 
 
-def yardstick(results, *, n_theory, variables=("eg", "train_loss"), every=5, t_until=None):
-    """Deviations of several simulated curves from their DMFT, pooled (:func:`deviations`).
+def log_windows(t_max, n=5):
+    """``n`` time windows doubling in length up to ``t_max``: (0, t_max/2^(n-1)], ...,
+    (t_max/4, t_max/2], (t_max/2, t_max] (learning curves are read on a log time axis)."""
+    _validate.real("t_max", t_max, low=0.0, low_open=True, doc="end of the last window")
+    _validate.integer("n", n, low=1, doc="number of windows")
+    edges = [0.0] + [t_max / 2 ** k for k in range(n - 1, -1, -1)]
+    return list(zip(edges[:-1], edges[1:]))
 
-    ``results``: iterable of (theory mean, theory standard error, simulation) triples
-    (:func:`solve_seeds`, :func:`simulate_seeds`), the theory with ``n_theory`` seeds.
-    Returns a dict: ``max_z`` and ``rms_z`` (largest and root-mean-square deviation in
-    combined standard errors), ``z95`` (95% quantile of the largest of that many
-    independent |t| variables with the deviations' Welch dof,
-    :func:`tsdyn.stats.max_abs_t_quantile_mixed`), ``rms_expected`` (:func:`tsdyn.stats.rms_t_expected`),
-    ``dof_min``, ``dof_median`` and ``n`` (number of deviations).
+
+def _in_window(t, window):
+    lo, hi = window
+    return (t > lo + 1e-12) & (t <= hi + 1e-12)
+
+
+def window_deviations(sols, sim, *, windows, variables=("eg", "train_loss")):
+    """Simulation minus DMFT, one comparison per time window and variable, at the level
+    of independent runs.
+
+    Each simulated run (``sim[var + "_run"]``, :func:`simulate_seeds`) and each DMFT
+    Monte Carlo seed (``sols``, :func:`solve_seeds`) is reduced to its time average over
+    the window (lo, hi]; the two sets of run averages are independent samples, compared
+    by :func:`difference` (Welch). The runs of one curve are shared by its windows, so
+    the windows of a curve are correlated; different curves (distinct seeds) are not.
+
+    Returns a list of dicts: ``var``, ``window`` and the fields of :func:`difference`.
     """
-    zs, dofs = [], []
-    for th, th_se, sim in results:
-        z, dof = deviations(sim, th, th_se, n_theory=n_theory, variables=variables, every=every,
-                            t_until=t_until)
-        zs.append(z)
-        dofs.append(dof)
-    z, dof = np.concatenate(zs), np.concatenate(dofs)
-    if z.size == 0:
-        raise ValueError(f"t_until (end of the time window) {t_until!r} leaves no deviation to measure")
+    t = sim.t.values
+    rows = []
+    for v in variables:
+        runs = sim[v + "_run"].values
+        for w in windows:
+            sel = _in_window(t, w)
+            if not sel.any():
+                raise ValueError(f"windows: {w!r} holds no simulated time point")
+            a = runs[:, sel].mean(1)
+            b_ = np.array([float(s[v].values[_in_window(s.t.values, w)].mean()) for s in sols])
+            rows.append(dict(var=v, window=tuple(w), **difference(a, b_)))
+    return rows
+
+
+def yardstick(results, *, windows, variables=("eg", "train_loss")):
+    """Deviations of several simulated curves from their DMFT, per time window
+    (:func:`window_deviations`), summarised.
+
+    ``results``: iterable of (DMFT solutions, simulation) pairs (:func:`solve_seeds`'s
+    list, :func:`simulate_seeds`). Returns a dict: ``max_z`` and ``rms_z`` (largest and
+    root-mean-square deviation in standard errors of the window means), ``z95`` (95%
+    quantile of the largest of that many independent |t| variables with the deviations'
+    Welch dof, :func:`tsdyn.stats.max_abs_t_quantile_mixed`), ``rms_expected``
+    (:func:`tsdyn.stats.rms_t_expected`), ``dof_min``, ``dof_median``, ``n`` and ``rows``
+    (every deviation).
+    """
+    rows = [r for sols, sim in results for r in window_deviations(sols, sim, windows=windows,
+                                                                  variables=variables)]
+    if not rows:
+        raise ValueError("results must hold at least one (solutions, simulation) pair")
+    z, dof = np.array([r["z"] for r in rows]), np.array([r["dof"] for r in rows])
     return dict(max_z=float(z.max()), rms_z=float(np.sqrt(np.mean(z ** 2))),
                 z95=max_abs_t_quantile_mixed(dof, q=0.95), rms_expected=rms_t_expected(dof),
-                dof_min=float(dof.min()), dof_median=float(np.median(dof)), n=int(z.size))
+                dof_min=float(dof.min()), dof_median=float(np.median(dof)), n=int(z.size),
+                rows=rows)
 
 
 def mean_se(x):
@@ -163,66 +240,104 @@ def difference(a, b):
     return dict(diff=ma - mb, se=se, z=float(z), dof=dof, p=float(2 * student.sf(z, dof)))
 
 
-def late_gap_sweep(params, t_max, *, n_samples, ds, seeds, d_ref, n_samples_ref, k_sim, k_th,
-                   t_from=None, variables=("train_loss", "eg")):
-    """Late-time plateau of the simulations against the DMFT, over d and n_samples.
+def bias_check(params, t_max, *, n_samples, seeds, factor=4, n_resp=None, n_resp_alt=None,
+               t_from=None, variables=("train_loss", "eg"), seed=None):
+    """Finite-sample bias of the DMFT, from paired solves.
 
-    Each run (a training set at dimension d in ``ds``; a DMFT Monte Carlo seed at each
-    number of samples in ``n_samples``; ``seeds`` runs per point, seeds 0, 1, ...) is
-    reduced to its time average over t >= ``t_from`` (default 3 t_max / 4,
-    :func:`window_means`). The simulations are also run at half the step (eta/2, the
-    same training sets and initial weights) at ``d_ref``. At (``d_ref``,
-    ``n_samples_ref``) the runs are split into the first ``k_sim`` training sets / ``k_th``
-    Monte Carlo seeds (e.g. those of a figure made with the same seeds) and the others,
-    which are independent of them.
+    For each of ``seeds`` Monte Carlo seeds the DMFT is solved three times with the same
+    seed: ``n_samples`` effective samples (``n_resp`` of them for the response; default
+    that of :func:`~tsdyn.dmft.solve`), ``factor * n_samples`` (the counter-based samples
+    are nested: the first ``n_samples`` are the same ones), and ``n_samples`` with
+    ``n_resp_alt`` response samples. Each solve is reduced to its time average over
+    t >= ``t_from`` (default 3 t_max/4). Pairing removes most of the Monte Carlo noise
+    from the differences, so a bias of the finite sample (O(1/n_samples), O(1/n_resp))
+    is resolved far below the spread of single solves.
 
-    Returns a dict with ``th`` {n_samples: {var: run averages}}, ``sim`` {d: {var: ...}},
-    ``half`` {var: ...} (eta/2 at d_ref); and, per variable, ``gaps[var][(d, ns)]``,
-    ``first[var]``, ``rest[var]``, ``all[var]`` (each a :func:`difference`, simulation
-    minus DMFT), ``eta_diff[var]`` (mean and standard error of the paired difference
-    eta/2 minus eta, same training sets), ``th_spread``/``sim_spread`` (largest minus
-    smallest mean over n_samples / over d) and ``th_se``/``sim_se`` (largest standard error).
+    Returns a dict: ``base``, ``big``, ``resp`` ({var: run averages}), ``d_samples`` and
+    ``d_resp`` ({var: (mean, standard error)} of the paired differences big - base and
+    resp - base), ``sols_big`` (the ``factor * n_samples`` solutions), ``t_from``,
+    ``n_resp``, ``n_resp_alt``.
+    """
+    from .solve import solve
+
+    _validate.integer("n_samples", n_samples, low=2, doc="Monte Carlo samples")
+    _validate.integer("seeds", seeds, low=2, doc="Monte Carlo seeds (error bars need two)")
+    _validate.integer("factor", factor, low=2, doc="ratio of the larger sample")
+    n_resp = min(n_samples, 1000) if n_resp is None else n_resp
+    n_resp_alt = n_samples if n_resp_alt is None else n_resp_alt
+    t_from = 0.75 * t_max if t_from is None else t_from
+    root = curve_seed("dmft", params.attrs()) if seed is None else seed
+    runs = {"base": [], "big": [], "resp": []}
+    for s in _seeds.children(root, seeds):
+        runs["base"].append(solve(params, t_max, n_samples=n_samples, n_resp=n_resp, seed=s))
+        runs["big"].append(solve(params, t_max, n_samples=factor * n_samples, n_resp=n_resp, seed=s))
+        runs["resp"].append(solve(params, t_max, n_samples=n_samples, n_resp=n_resp_alt, seed=s))
+    avg = {k: {v: window_means(r, v, t_from) for v in variables} for k, r in runs.items()}
+    return dict(**avg, t_from=t_from, n_resp=n_resp, n_resp_alt=n_resp_alt, sols_big=runs["big"],
+                d_samples={v: mean_se(avg["big"][v] - avg["base"][v]) for v in variables},
+                d_resp={v: mean_se(avg["resp"][v] - avg["base"][v]) for v in variables})
+
+
+def finite_d_sweep(params, t_max, *, ds, seeds, d_half=None, t_from=None,
+                   variables=("train_loss", "eg")):
+    """Simulations at several dimensions, each run reduced to its late time average.
+
+    Every d has its own training sets (:func:`curve_seed`); at ``d_half`` (default the
+    first of ``ds``) the same training sets and initial weights are also trained at half
+    the learning rate, eta/2, for a paired step-size check. Returns a dict: ``sim``
+    ({d: {var: run averages}}), ``half`` ({var: run averages}), ``eta_diff`` ({var: (mean,
+    standard error) of the paired difference eta/2 minus eta}) and ``t_from``.
     """
     from dataclasses import replace
 
-    from .simulate import simulate as _sim
-
-    for name, vals in (("n_samples", n_samples), ("ds", ds)):
-        if not isinstance(vals, (list, tuple)) or not vals:
-            raise ValueError(f"{name} must be a non-empty list of integers; got {vals!r}")
-    _validate.integer("seeds", seeds, low=4, doc="runs per point (two groups of at least 2)")
-    if d_ref not in ds:
-        raise ValueError(f"d_ref (dimension of the split and of the eta/2 runs) must be one of ds={list(ds)}; got {d_ref!r}")
-    if n_samples_ref not in n_samples:
-        raise ValueError(f"n_samples_ref (DMFT samples of the split) must be one of n_samples={list(n_samples)}; "
-                         f"got {n_samples_ref!r}")
-    for name, k in (("k_sim", k_sim), ("k_th", k_th)):
-        _validate.integer(name, k, low=2, doc="runs in the first group")
-        if k > seeds - 2:
-            raise ValueError(f"{name} (runs in the first group) must be <= seeds - 2 = {seeds - 2} "
-                             f"(the other group needs two); got {k!r}")
+    if not isinstance(ds, (list, tuple)) or not ds:
+        raise ValueError(f"ds must be a non-empty list of integers; got {ds!r}")
+    d_half = ds[0] if d_half is None else d_half
+    if d_half not in ds:
+        raise ValueError(f"d_half (dimension of the eta/2 runs) must be one of ds={list(ds)}; "
+                         f"got {d_half!r}")
     t_from = 0.75 * t_max if t_from is None else t_from
 
-    def reduce(runs):
-        return {v: window_means(runs, v, t_from) for v in variables}
+    def reduce(sim):
+        t = sim.t.values >= t_from - 1e-12
+        return {v: sim[v + "_run"].values[:, t].mean(1) for v in variables}
 
-    th = {ns: reduce(solve_seeds(params, t_max, seeds=seeds, n_samples=ns)[2]) for ns in n_samples}
-    sim = {d: reduce([_sim(params, t_max, d=d, seed=s) for s in range(seeds)]) for d in ds}
-    half_p = replace(params, eta=params.eta / 2)
-    half = reduce([_sim(half_p, t_max, d=d_ref, seed=s) for s in range(seeds)])
-    out = dict(th=th, sim=sim, half=half, t_from=t_from, gaps={}, first={}, rest={}, all={},
-               eta_diff={}, th_spread={}, sim_spread={}, th_se={}, sim_se={})
-    for v in variables:
-        out["gaps"][v] = {(d, ns): difference(sim[d][v], th[ns][v]) for ns in n_samples for d in ds}
-        a, b = sim[d_ref][v], th[n_samples_ref][v]
-        out["first"][v] = difference(a[:k_sim], b[:k_th])
-        out["rest"][v] = difference(a[k_sim:], b[k_th:])
-        out["all"][v] = difference(a, b)
-        out["eta_diff"][v] = mean_se(half[v] - sim[d_ref][v])
-        th_means = [mean_se(th[ns][v])[0] for ns in n_samples]
-        sim_means = [mean_se(sim[d][v])[0] for d in ds]
-        out["th_spread"][v] = max(th_means) - min(th_means)
-        out["sim_spread"][v] = max(sim_means) - min(sim_means)
-        out["th_se"][v] = max(mean_se(th[ns][v])[1] for ns in n_samples)
-        out["sim_se"][v] = max(mean_se(sim[d][v])[1] for d in ds)
-    return out
+    sim = {d: reduce(simulate_seeds(params, t_max, d=d, seeds=seeds)) for d in ds}
+    root = curve_seed("simulation", params.attrs(), d_half, "fixed")
+    half = reduce(simulate_seeds(replace(params, eta=params.eta / 2), t_max, d=d_half, seeds=seeds,
+                                 seed=root))
+    return dict(sim=sim, half=half, t_from=t_from,
+                eta_diff={v: mean_se(half[v] - sim[d_half][v]) for v in variables})
+
+
+def crossing_times(values, t, level):
+    """First time each run reaches ``level`` from below (inf if it never does).
+
+    ``values``: array (runs, t) (e.g. the magnetisation of each run); ``t``: the times.
+    An escape time from an unstable point is heavy-tailed across runs: summarise it with
+    :func:`median_ci`, never by a mean (runs that never cross count as censored, inf).
+    """
+    values = np.atleast_2d(np.asarray(values, float))
+    t = np.asarray(t, float)
+    if values.shape[1] != t.size:
+        raise ValueError(f"values (runs, t) must have {t.size} columns; got shape {values.shape}")
+    hit = values >= level
+    return np.where(hit.any(1), t[np.argmax(hit, 1)], np.inf)
+
+
+def median_ci(x, *, q=0.95, n_boot=2000, seed=0):
+    """Median of ``x`` and a percentile bootstrap interval (resampling the runs).
+
+    Infinite values (censored runs) are kept: they count as above every finite value.
+    Returns (median, low, high).
+    """
+    x = np.asarray(x, float)
+    if x.ndim != 1 or x.size < 2:
+        raise ValueError(f"x (independent values) must be a 1-d array of at least 2; got shape {x.shape}")
+    _validate.real("q", q, low=0.0, high=1.0, low_open=True, high_open=True, doc="coverage")
+    rng = np.random.default_rng(seed)
+    boot = np.median(x[rng.integers(0, x.size, (n_boot, x.size))], axis=1)
+    # order statistics, not interpolation (censored runs are inf)
+    lo = np.quantile(boot, (1 - q) / 2, method="lower")
+    hi = np.quantile(boot, (1 + q) / 2, method="higher")
+    return float(np.median(x)), float(lo), float(hi)
