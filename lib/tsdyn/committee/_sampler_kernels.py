@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from .._jit import njit
+from .._jit import njit, njit_reduce
 from ..activations import dg, g
 from ._kernels import DIVERGENCE_THRESHOLD
 
@@ -64,118 +64,134 @@ def bartlett(chi2, off, L):
     return L
 
 
-@njit
-def overlap_steps(G, v, v_star, A, chi2, off, zeta, act, eta, eta_v, sigma, kappa, N, K, batch,
+@njit_reduce
+def overlap_steps(X, S, LT, v, v_star, A, chi2, off, zeta, act, eta, eta_v, sigma, kappa, N, batch,
                   train_v):
     """Run len(A) mini-batch SGD steps on the overlaps, in place; return the steps completed.
 
-    Exact in law for inputs x ~ N(0, I_N) (see :mod:`tsdyn.committee.sampler`). With
-    L L^T = G (Cholesky) and, per sample b, a^b ~ N(0, I_{K+M}) (row ``A[s]``, sample-major),
-    the fields are (lambda^b, rho^b) = L a^b. With c_kb = -eta/(N B) v_k g'(lambda_k^b) Delta^b
-    and d = 1 - eta kappa / N, the new overlaps are
+    Fewer steps are completed if a step's error blew up. Exact in law for inputs
+    x ~ N(0, I_N) (see :mod:`tsdyn.committee.sampler`). The frame of span{w*, w} is
+    ordered teacher first: LT LT^T = T (fixed), the students' coordinates are X (K, M) in
+    the teachers' span (R = X LT^T) and a K x K block with Gram matrix S = Q - X X^T in
+    the rest. Per sample b, a^b = (a_T, a_S) ~ N(0, I_{M+K}) (row ``A[s]``, sample-major);
+    with LS LS^T = S (Cholesky), the fields are rho = LT a_T and lambda = X a_T + mu,
+    mu = LS a_S. With c_kb = -eta/(N B) v_k g'(lambda_k^b) Delta^b (Goldt et al. eq. 2)
+    and d = 1 - eta kappa / N, the students move to d [X, LS] + c [A_T^T, A_S^T] plus
+    c X_perp in the orthogonal complement, so
 
-        Q' = d^2 Q + d (c Lambda^T + Lambda c^T) + (c A_s^T)(c A_s^T)^T + Y Y^T,
-        R' = d R + c P^T,
+        X' = d X + c A_T^T,
+        S' = d^2 S + d (c Mu^T + Mu c^T) + (c A_S^T)(c A_S^T)^T + Y Y^T,
 
-    Lambda (K, B) and P (M, B) the student and teacher fields, A_s the (K+M, B) in-span
-    projections, and Y Y^T = c X_perp X_perp^T c^T the part orthogonal to the span:
-    Y = c L_W with L_W the Bartlett factor of a B x B Wishart(N - K - M) if B <= K, else
-    Y = F L_W with F F^T = c c^T and L_W the factor of a K x K Wishart(N - K - M).
-    ``chi2`` (steps, r) and ``off`` (steps, r (r - 1) / 2) feed the Bartlett factors,
-    r = min(B, K).
+    Y Y^T = c X_perp X_perp^T c^T: Y = c L_W with L_W the Bartlett factor of a B x B
+    Wishart(N - K - M) if B <= K, else Y = F L_W with F F^T = c c^T and L_W the factor
+    of a K x K Wishart(N - K - M). For B = 1 the last two terms are
+    (|a_S|^2 + chi^2_{N-K-M}) c c^T. ``chi2`` (steps, r) and ``off`` (steps,
+    r (r - 1) / 2) feed the Bartlett factors, r = min(B, K).
     """
-    n = G.shape[0]
-    M = n - K
+    K, M = X.shape
+    n = K + M
     n_steps = A.shape[0]
     r = chi2.shape[1]
-    L = np.zeros((n, n))
-    F = np.empty((n, batch))
+    LS = np.zeros((K, K))
+    lam = np.empty((K, batch))
+    mu = np.empty((K, batch))
     c = np.empty((K, batch))
-    H = np.empty((K, n))
-    P = np.empty((K, n))
+    P = np.empty((K, K))
     LW = np.zeros((r, r))
-    S = np.empty((K, K))
+    CC = np.empty((K, K))
     FS = np.zeros((K, K))
     Y = np.empty((K, r))
-    Gn = np.empty((K, n))
     delta = np.empty(batch)
     decay = 1.0 - eta * kappa / N
     scale = -eta / (N * batch)
     for s in range(n_steps):
-        chol_psd(G, L)
+        chol_psd(S, LS)
         a = A[s]
         for b in range(batch):
             base = b * n
-            for i in range(n):
-                acc = 0.0
-                for j in range(i + 1):
-                    acc += L[i, j] * a[base + j]
-                F[i, b] = acc
             err = -sigma * zeta[s, b]
-            for k in range(K):
-                err += v[k] * g(act, F[k, b])
             for m in range(M):
-                err -= v_star[m] * g(act, F[K + m, b])
+                acc = 0.0
+                for j in range(m + 1):
+                    acc += LT[m, j] * a[base + j]
+                err -= v_star[m] * g(act, acc)
+            for k in range(K):
+                acc = 0.0
+                for j in range(k + 1):
+                    acc += LS[k, j] * a[base + M + j]
+                mu[k, b] = acc
+                for m in range(M):
+                    acc += X[k, m] * a[base + m]
+                lam[k, b] = acc
+                err += v[k] * g(act, acc)
             if not abs(err) < DIVERGENCE_THRESHOLD:  # also catches nan
                 return s
             delta[b] = err
             for k in range(K):
-                c[k, b] = scale * v[k] * dg(act, F[k, b]) * err
-        # H = c F^T (cross terms), P = c A_s^T (in-span part of the new direction)
+                c[k, b] = scale * v[k] * dg(act, lam[k, b]) * err
         for k in range(K):
-            for j in range(n):
-                h = 0.0
-                p = 0.0
+            for m in range(M):
+                acc = decay * X[k, m]
                 for b in range(batch):
-                    h += c[k, b] * F[j, b]
-                    p += c[k, b] * a[b * n + j]
-                H[k, j] = h
-                P[k, j] = p
-        # the part orthogonal to the span: Y Y^T ~ c Wishart_B(N - n) c^T
-        bartlett(chi2[s], off[s], LW)
-        if batch <= K:
-            for k in range(K):
-                for j in range(r):
-                    acc = 0.0
-                    for b in range(j, r):
-                        acc += c[k, b] * LW[b, j]
-                    Y[k, j] = acc
-        else:
+                    acc += c[k, b] * a[b * n + m]
+                X[k, m] = acc
+        if batch == 1:
+            norm2 = chi2[s, 0]
+            for j in range(K):
+                norm2 += a[M + j] * a[M + j]
             for k in range(K):
                 for l in range(k + 1):
+                    val = (decay * decay * S[k, l] + decay * (c[k, 0] * mu[l, 0] + c[l, 0] * mu[k, 0])
+                           + norm2 * c[k, 0] * c[l, 0])
+                    S[k, l] = val
+                    S[l, k] = val
+        else:
+            # P = c A_S^T: the new directions' part inside the students' own block
+            for k in range(K):
+                for j in range(K):
                     acc = 0.0
                     for b in range(batch):
-                        acc += c[k, b] * c[l, b]
+                        acc += c[k, b] * a[b * n + M + j]
+                    P[k, j] = acc
+            # the part orthogonal to the span: Y Y^T ~ c Wishart_B(N - n) c^T
+            bartlett(chi2[s], off[s], LW)
+            if batch <= K:
+                for k in range(K):
+                    for j in range(r):
+                        acc = 0.0
+                        for b in range(j, r):
+                            acc += c[k, b] * LW[b, j]
+                        Y[k, j] = acc
+            else:
+                for k in range(K):
+                    for l in range(k + 1):
+                        acc = 0.0
+                        for b in range(batch):
+                            acc += c[k, b] * c[l, b]
+                        CC[k, l] = acc
+                        CC[l, k] = acc
+                chol_psd(CC, FS)
+                for k in range(K):
+                    for j in range(r):
+                        acc = 0.0
+                        for b in range(j, k + 1):
+                            acc += FS[k, b] * LW[b, j]
+                        Y[k, j] = acc
+            for k in range(K):
+                for l in range(k + 1):
+                    acc = decay * decay * S[k, l]
+                    for b in range(batch):
+                        acc += decay * (c[k, b] * mu[l, b] + c[l, b] * mu[k, b])
+                    for j in range(K):
+                        acc += P[k, j] * P[l, j]
+                    for j in range(r):
+                        acc += Y[k, j] * Y[l, j]
                     S[k, l] = acc
                     S[l, k] = acc
-            chol_psd(S, FS)
-            for k in range(K):
-                for j in range(r):
-                    acc = 0.0
-                    for b in range(j, k + 1):
-                        acc += FS[k, b] * LW[b, j]
-                    Y[k, j] = acc
-        for k in range(K):
-            for l in range(k + 1):
-                acc = decay * decay * G[k, l] + decay * (H[k, l] + H[l, k])
-                for j in range(n):
-                    acc += P[k, j] * P[l, j]
-                for j in range(r):
-                    acc += Y[k, j] * Y[l, j]
-                Gn[k, l] = acc
-            for m in range(M):
-                Gn[k, K + m] = decay * G[k, K + m] + H[k, K + m]
-        for k in range(K):
-            for l in range(k + 1):
-                G[k, l] = Gn[k, l]
-                G[l, k] = Gn[k, l]
-            for m in range(M):
-                G[k, K + m] = Gn[k, K + m]
-                G[K + m, k] = Gn[k, K + m]
         if train_v:
             for k in range(K):
                 grad = 0.0
                 for b in range(batch):
-                    grad += g(act, F[k, b]) * delta[b]
+                    grad += g(act, lam[k, b]) * delta[b]
                 v[k] -= eta_v / N * (grad / batch + kappa * v[k])
     return n_steps

@@ -111,24 +111,36 @@ def sample_overlaps(params, t_max, *, seed, n_points=200, spacing="linear"):
     Q = np.full((n_rec, K, K), np.nan)
     V = np.full((n_rec, K), np.nan)
     T = G[K:, K:].copy()
+    LT = np.linalg.cholesky(T)
+    # students' coordinates in the teachers' span, and the Gram matrix of the rest
+    X = np.linalg.solve(LT, G[K:, :K]).T
+    S = G[:K, :K] - X @ X.T
     steps_per_block = max(1, _BLOCK_NUMBERS // (B * n))
+    a_buf = np.empty((steps_per_block, B * n))
+    off_buf = np.empty((steps_per_block, r * (r - 1) // 2))
+    zeta = np.zeros((steps_per_block, B))  # stays zero (and undrawn) without label noise
     step, t_diverged = 0, np.inf
     for i, target in enumerate(steps):
         while step < target and np.isinf(t_diverged):
             m = min(target - step, steps_per_block)
-            A = rng_a.standard_normal((m, B * n))
-            chi2 = rng_chi.chisquare(np.broadcast_to(dof, (m, r)))
-            off = rng_off.standard_normal((m, r * (r - 1) // 2))
-            zeta = rng_noise.standard_normal((m, B))
+            A = rng_a.standard_normal(out=a_buf[:m])
+            if r == 1:
+                chi2 = rng_chi.chisquare(dof[0], size=(m, 1))
+            else:
+                chi2 = rng_chi.chisquare(np.broadcast_to(dof, (m, r)))
+            off = rng_off.standard_normal(out=off_buf[:m])
+            if params.sigma > 0:
+                rng_noise.standard_normal(out=zeta[:m])
             done = _sampler_kernels.overlap_steps(
-                G, v, v_star, A, chi2, off, zeta, params.act, params.eta, params.eta_second,
-                params.sigma, params.weight_decay, N, K, B, params.train_second_layer)
+                X, S, LT, v, v_star, A, chi2, off, zeta[:m], params.act, params.eta,
+                params.eta_second, params.sigma, params.weight_decay, N, B,
+                params.train_second_layer)
             step += done
             if done < m:
                 t_diverged = (step + 1) / N
         if not np.isinf(t_diverged):
             break
-        Q[i], R[i], V[i] = G[:K, :K], G[:K, K:], v
+        Q[i], R[i], V[i] = S + X @ X.T, X @ LT.T, v
     return overlaps_dataset(params, steps / N, R, Q, V, T, t_diverged=t_diverged,
                             kind="overlap sampler",
                             attrs={"seed_entropy": str(ss.entropy),
