@@ -195,3 +195,27 @@ def overlap_steps(X, S, LT, v, v_star, A, chi2, off, zeta, act, eta, eta_v, sigm
                     grad += g(act, lam[k, b]) * delta[b]
                 v[k] -= eta_v / N * (grad / batch + kappa * v[k])
     return n_steps
+
+
+@njit
+def independent_steps(X0, S0, LT, v0, v_star, A, chi2, off, zeta, act, eta, eta_v, sigma, kappa,
+                      N, batch, train_v, X_out, S_out, v_out):
+    """len(A) independent single steps of :func:`overlap_steps`, each from (X0, S0, v0).
+
+    Row i of A, chi2, off, zeta feeds step i; its result goes to X_out[i], S_out[i],
+    v_out[i] (NaN if the step blew up).
+    """
+    for i in range(A.shape[0]):
+        X = X0.copy()
+        S = S0.copy()
+        v = v0.copy()
+        done = overlap_steps(X, S, LT, v, v_star, A[i:i + 1], chi2[i:i + 1], off[i:i + 1],
+                             zeta[i:i + 1], act, eta, eta_v, sigma, kappa, N, batch, train_v)
+        if done == 1:
+            X_out[i] = X
+            S_out[i] = S
+            v_out[i] = v
+        else:
+            X_out[i] = np.nan
+            S_out[i] = np.nan
+            v_out[i] = np.nan

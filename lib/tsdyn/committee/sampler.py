@@ -80,6 +80,47 @@ def initial_overlaps(params, seed):
     return C @ C.T / params.N
 
 
+def _frame(Q, R, T):
+    """Teacher-first frame of span{w*, w}: LT (LT LT^T = T), X = R LT^{-T}, S = Q - X X^T."""
+    LT = np.linalg.cholesky(T)
+    X = np.linalg.solve(LT, R.T).T
+    return LT, X, Q - X @ X.T
+
+
+def one_step(params, Q, R, T, v, n_samples, *, seed):
+    """``n_samples`` independent SGD steps of the sampler, all from the overlaps (Q, R, T, v).
+
+    Returns (Q', R', v') with a leading axis of length ``n_samples``: draws from the
+    transition law of the Markov chain on the overlaps (module docstring), e.g. to
+    compare the one-step moments with closed forms or with the full network.
+    """
+    check_params(params)
+    check_sampler_size(params)
+    _validate.integer("n_samples", n_samples, low=1, doc="number of independent steps")
+    K, M, B = params.K, params.M, params.batch
+    Q, R, T = (np.array(a, float) for a in (Q, R, T))
+    if Q.shape != (K, K) or R.shape != (K, M) or T.shape != (M, M):
+        raise ValueError(f"Q, R, T must have shapes ({K}, {K}), ({K}, {M}), ({M}, {M}); "
+                         f"got {Q.shape}, {R.shape}, {T.shape}")
+    LT, X, S = _frame(Q, R, T)
+    ss = _seeds.seed_sequence(seed)
+    _, a_ss, chi_ss, off_ss, noise_ss = _streams(ss)
+    n, r = K + M, _rank(params)
+    A = np.random.default_rng(a_ss).standard_normal((n_samples, B * n))
+    chi2 = np.random.default_rng(chi_ss).chisquare(
+        np.broadcast_to(params.N - n - np.arange(r, dtype=float), (n_samples, r)))
+    off = np.random.default_rng(off_ss).standard_normal((n_samples, r * (r - 1) // 2))
+    zeta = np.random.default_rng(noise_ss).standard_normal((n_samples, B))
+    X_out, S_out = np.empty((n_samples, K, M)), np.empty((n_samples, K, K))
+    v_out = np.empty((n_samples, K))
+    _sampler_kernels.independent_steps(
+        X, S, LT, np.array(v, float), params.v_star_vector(), A, chi2, off, zeta, params.act,
+        params.eta, params.eta_second, params.sigma, params.weight_decay, params.N, B,
+        params.train_second_layer, X_out, S_out, v_out)
+    Q_out = S_out + np.einsum("ikm,ilm->ikl", X_out, X_out)
+    return Q_out, X_out @ LT.T, v_out
+
+
 def sample_overlaps(params, t_max, *, seed, n_points=200, spacing="linear"):
     """Mini-batch SGD of :func:`simulate`, sampled exactly in law on the overlaps (module docstring).
 
@@ -111,10 +152,7 @@ def sample_overlaps(params, t_max, *, seed, n_points=200, spacing="linear"):
     Q = np.full((n_rec, K, K), np.nan)
     V = np.full((n_rec, K), np.nan)
     T = G[K:, K:].copy()
-    LT = np.linalg.cholesky(T)
-    # students' coordinates in the teachers' span, and the Gram matrix of the rest
-    X = np.linalg.solve(LT, G[K:, :K]).T
-    S = G[:K, :K] - X @ X.T
+    LT, X, S = _frame(G[:K, :K], G[:K, K:], T)
     steps_per_block = max(1, _BLOCK_NUMBERS // (B * n))
     a_buf = np.empty((steps_per_block, B * n))
     off_buf = np.empty((steps_per_block, r * (r - 1) // 2))
