@@ -20,7 +20,8 @@ def chol_psd(A, L):
     Cholesky without pivoting; a pivot that is not positive (a null direction, or
     round-off of order 1e-16 of the diagonal in a rank-deficient A) gives a zero
     column, which is the exact factor of a PSD matrix whose null directions are
-    coordinate-aligned at that stage.
+    coordinate-aligned at that stage. Only the lower triangle of L is written (the
+    caller keeps the upper triangle zero).
     """
     n = A.shape[0]
     for j in range(n):
@@ -40,8 +41,6 @@ def chol_psd(A, L):
             L[j, j] = 0.0
             for i in range(j + 1, n):
                 L[i, j] = 0.0
-        for i in range(j):
-            L[i, j] = 0.0
     return L
 
 
