@@ -1,8 +1,9 @@
 """Numba kernels of the exact-in-law overlap sampler: arithmetic only, no checks, no RNG objects.
 
-State: the Gram matrix G = [[Q, R], [R^T, T]] of the K student and M teacher
-first-layer weights (students first), G = W W^T / N with W = [w; w*].
-"""
+State: in an orthonormal frame of span{w*, w} ordered teacher first, the teachers'
+Cholesky factor LT (fixed, LT LT^T = T), the students' coordinates X (K, M) in the
+teachers' span and the Gram matrix S = Q - X X^T of their remaining parts; then
+R = X LT^T and Q = S + X X^T (see :func:`overlap_steps`)."""
 
 import math
 
