@@ -13,7 +13,11 @@ repeats, interleaved so that a burst of load hits every contender alike.
      both contenders are bound by drawing the inputs;
    - the per-sample cost against the floor: drawing the N Gaussian numbers of a
      sample with numpy.random.Generator.standard_normal in blocks; target <= 1.5x.
-2. The ODEs, K = M = 4 erf to t = 1000: adaptive LSODA (the library default) at a tolerance that gives
+2. The exact-in-law overlap sampler (``simulate(..., method="overlaps")``) against the
+   full simulation, steps per second end to end through the public functions, at
+   N = 784, K = M = 4, erf, B = 1 and B = 64; target >= 30x. And its flatness in N:
+   steps/s at N = 10^2, 10^4 and 10^6 over steps/s at N = 784 (target: within 0.8-1.25).
+3. The ODEs, K = M = 4 erf to t = 1000: adaptive LSODA (the library default) at a tolerance that gives
    1e-6 relative accuracy in eps_g, against explicit Euler at dt = 0.01 (nn2pp's
    scheme), both calling the same numba right-hand side; target: faster.
 """
@@ -71,6 +75,21 @@ def bench_sgd(batch, samples):
     }
 
 
+def bench_sampler(batch, net_steps, smp_steps, sizes):
+    """Steps/s of the sampler over the full network at N, and of the sampler at each size."""
+    def run(method, n_dim, steps):
+        p = committee.Params(N=n_dim, M=M, K=K, eta=ETA, batch=batch)
+        return lambda: committee.simulate(p, steps / n_dim, seed=0, n_points=2, method=method)
+
+    contenders = [run("network", N, net_steps), run("overlaps", N, smp_steps)]
+    contenders += [run("overlaps", n_dim, smp_steps) for n_dim in sizes]
+    for fn in contenders:  # compile and warm up
+        fn()
+    best = best_of(contenders)
+    rate = [net_steps / best[0]] + [smp_steps / b for b in best[1:]]
+    return rate[1] / rate[0], [r / rate[1] for r in rate[2:]]
+
+
 @njit
 def _euler(y, dt, n_steps, K, M, T, v_star, act, eta, eta_v, sigma2, batch, kappa, train_v):
     k1 = np.empty_like(y)
@@ -119,6 +138,15 @@ def main():
         print(f"        arithmetic alone: {r['arithmetic']:5.1f}x faster than NumPy")
         print(f"        per-sample cost / floor (drawing N normals): {r['over_floor']:5.2f} "
               f"(target <= 1.5) -> {'ok' if r['over_floor'] <= 1.5 else 'MISSED'}")
+    sizes = smoke((100, 10_000, 1_000_000), (100, 1_000_000))
+    for batch, net_steps, smp_steps in smoke(((1, 20_000, 500_000), (64, 1_000, 20_000)),
+                                             ((1, 100, 1_000), (64, 10, 100))):
+        speedup, flat = bench_sampler(batch, net_steps, smp_steps, sizes)
+        ok = speedup >= 30 and all(0.8 <= f <= 1.25 for f in flat)
+        flat_txt = ", ".join(f"N={n:.0e}: {f:.2f}" for n, f in zip(sizes, flat))
+        print(f"committee: overlap sampler B={batch:>2}: {speedup:5.1f}x the full network's steps/s at "
+              f"N={N} (target >= 30x); steps/s relative to N={N}: {flat_txt} (target 0.8-1.25) "
+              f"-> {'ok' if ok else 'MISSED'}")
     ratio, err_a, err_e = bench_ode()
     print(f"committee: ODE K=M=4 erf to t=1000: LSODA (rel. error in eps_g {err_a:.1e}) is "
           f"{ratio:.1f}x faster than explicit Euler at dt=0.01 (rel. error {err_e:.1e}) "

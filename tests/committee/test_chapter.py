@@ -10,8 +10,15 @@ glued = glued_fixture("01_committee")
 @pytest.mark.slow
 def test_chapter_agreement_figures(glued):
     g = glued
-    # Fig. 1b: sup_t |SGD - ODE| of single runs is O(N^-1/2) (Theorem 1, C(T) ~ 1).
-    assert g["fig1_max_gap"] < 3 * g["fig1_inv_sqrt_n"]
+    # Fig. 1b on a log scale: the mean over runs of ln(SGD / own ODE) at every recorded time,
+    # in units of its standard error, below the 95% level of the largest of that many |t|.
+    assert g["fig1_max_z"] < g["fig1_z_95"]
+    # ... and within a factor e^0.3 everywhere (a 16-run mean; the late-time spread of single
+    # runs is a shift of the escape time, about 0.6 in ln at t = 1300 over 16 runs).
+    assert g["fig1_max_abs_log_ratio"] < 0.3
+    # Convergence phase: the decay rate of each run over its ODE's is 1 within 3 s.e. + 5%
+    # (O(N^-1/2) ~ 4% fluctuation of a single run's fitted rate at N = 784).
+    assert abs(g["fig1_rate_ratio"] - 1) < 3 * g["fig1_rate_ratio_se"] + 0.05
     # Plateau length: fitted d t_esc / d ln N within 3 standard errors of 1/(2 lambda_max).
     assert abs(g["plateau_slope_fit"] - g["plateau_slope_theory"]) < 3 * g["plateau_slope_fit_se"]
     # The linear ODE sits on eq. (12) (an identity; only integration error, rtol 1e-8).
@@ -35,6 +42,8 @@ def test_chapter_agreement_figures(glued):
     assert g["rate_max_gap"] < 0.02
     # Finite size: the fitted exponent is -1/2 within 3 standard errors.
     assert abs(g["finite_slope"] + 0.5) < 3 * g["finite_slope_se"]
+    # ... and the full network's mean gaps equal the sampler's within 3 standard errors.
+    assert g["finite_net_max_z"] < 3
 
 
 @pytest.mark.slow

@@ -56,3 +56,44 @@ def growth_rate(ds):
     if ok.sum() < 3:
         raise ValueError("need at least three finite, positive eps_g values for a rate")
     return float(np.polyfit(t[ok], np.log(eg[ok]), 1)[0])
+
+
+def paired_log_ratio(sims, theories, *, floor=1e-10):
+    """ln(eps_g^SGD / eps_g^ODE) per recorded time, mean and standard error over runs.
+
+    Run i is paired with the ODE integrated from its own initial overlaps, so the
+    spread of the initial conditions cancels. Times at which some run or ODE has
+    eps_g <= ``floor`` (where rounding of the overlaps and the ODE tolerance set the
+    value) give NaN. Returns (t, mean, standard error), each of length n_t.
+    """
+    if len(sims) != len(theories) or len(sims) < 2:
+        raise ValueError(f"need the same number (>= 2) of runs and ODEs; got {len(sims)}, "
+                         f"{len(theories)}")
+    for s, o in zip(sims, theories):
+        if not np.array_equal(s.t.values, o.t.values):
+            raise ValueError("each run and its ODE must share the time axis (use ode(init=run))")
+    a = np.stack([s.eg.values for s in sims])
+    b = np.stack([o.eg.values for o in theories])
+    ok = np.all((a > floor) & (b > floor), axis=0)
+    d = np.full(a.shape, np.nan)
+    d[:, ok] = np.log(a[:, ok] / b[:, ok])
+    return sims[0].t.values, d.mean(0), d.std(0, ddof=1) / np.sqrt(len(sims))
+
+
+def decay_rate(ds, below, *, floor=1e-10):
+    """Exponential rate of eps_g once it has fallen below ``below``, down to ``floor``.
+
+    The least-squares slope of ln eps_g against t over the recorded times after the
+    first one with eps_g < ``below`` at which eps_g > ``floor`` (NaN if fewer than
+    three): the rate of the convergence phase of a noiseless student that can
+    represent its teacher, above the level where rounding sets eps_g.
+    """
+    t, eg = ds.t.values, ds.eg.values
+    first = np.flatnonzero(eg < below)
+    if len(first) == 0:
+        return np.nan
+    sel = np.arange(len(t)) >= first[0]
+    sel &= eg > floor
+    if sel.sum() < 3:
+        return np.nan
+    return float(np.polyfit(t[sel], np.log(eg[sel]), 1)[0])

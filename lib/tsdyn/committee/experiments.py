@@ -38,14 +38,15 @@ def plateau_escape(*, seed, N, K, eta, t_max=None, n_points=400):
             "plateau": fixed["eg"]}
 
 
-def sgd_ode_gap(*, seed, t_max, n_points=41, **params):
+def sgd_ode_gap(*, seed, t_max, n_points=41, method="network", **params):
     """sup_t |eps_g^SGD - eps_g^ODE| of one run against the ODE from its own start.
 
     The quantity bounded by C(T) / sqrt(N) in Theorem 1 of Goldt et al.;
-    ``params`` are the :class:`Params` fields.
+    ``params`` are the :class:`Params` fields, ``method`` that of :func:`simulate`
+    ("network", or "overlaps" for the exact-in-law overlap sampler).
     """
     p = Params(**params)
-    run = simulate(p, t_max, seed=seed, n_points=n_points)
+    run = simulate(p, t_max, seed=seed, n_points=n_points, method=method)
     return {"gap": max_gap(run, ode(p, init=run))}
 
 

@@ -6,6 +6,7 @@ from .. import _seeds, _validate
 from . import _kernels
 from ._dataset import overlaps_dataset, times
 from .params import Params, check_params
+from .sampler import sample_overlaps
 
 # Inputs are drawn in blocks of at most this many numbers (8 MB of float64).
 _BLOCK_NUMBERS = 2 ** 20
@@ -30,7 +31,7 @@ def initial_weights(params, seed):
     return w_star, w, v
 
 
-def simulate(params, t_max, *, seed, n_points=200, spacing="linear"):
+def simulate(params, t_max, *, seed, n_points=200, spacing="linear", method="network"):
     """Run mini-batch SGD (Goldt et al. eqs. 2-3, gradients averaged over the batch).
 
     Each step draws ``batch`` fresh inputs x ~ N(0, I_N) (one-pass / online SGD):
@@ -53,6 +54,10 @@ def simulate(params, t_max, *, seed, n_points=200, spacing="linear"):
         Number of recording times (rounded to whole steps, duplicates dropped).
     spacing : {"linear", "log"}
         Recording times evenly spaced in t, or log-spaced after t = 0.
+    method : {"network", "overlaps"}
+        "network" trains the N-dimensional weights (the ground truth); "overlaps"
+        draws the same process exactly in law on the overlaps at a cost per step
+        independent of N (:func:`tsdyn.committee.sampler.sample_overlaps`).
 
     Returns
     -------
@@ -62,6 +67,10 @@ def simulate(params, t_max, *, seed, n_points=200, spacing="linear"):
         a divergence are NaN). ``eg`` is the exact generalisation error of the
         current weights, eq. (4), a function of the overlaps.
     """
+    if method == "overlaps":
+        return sample_overlaps(params, t_max, seed=seed, n_points=n_points, spacing=spacing)
+    if method != "network":
+        raise ValueError(f"method must be 'network' or 'overlaps'; got {method!r}")
     check_params(params)
     _validate.real("t_max", t_max, low=1.0 / params.N,
                    doc=f"length of the run in steps/N, at least one step (1/N = {1.0 / params.N:g})")
@@ -102,7 +111,7 @@ def simulate(params, t_max, *, seed, n_points=200, spacing="linear"):
                                                       "seed_spawn_key": str(ss.spawn_key)})
 
 
-def simulate_point(*, seed, t_max, n_points=50, spacing="linear", **params):
+def simulate_point(*, seed, t_max, n_points=50, spacing="linear", method="network", **params):
     """:func:`simulate` with the :class:`Params` fields as keywords.
 
     This is the form :func:`tsdyn.sweep.run` calls, e.g.
@@ -110,4 +119,5 @@ def simulate_point(*, seed, t_max, n_points=50, spacing="linear", **params):
     Keep ``N`` and ``t_max`` fixed along a sweep (or record a fixed time axis with
     ``spacing``/``n_points``) so every point returns the same time axis.
     """
-    return simulate(Params(**params), t_max, seed=seed, n_points=n_points, spacing=spacing)
+    return simulate(Params(**params), t_max, seed=seed, n_points=n_points, spacing=spacing,
+                    method=method)
