@@ -97,3 +97,25 @@ def test_crossing_times_and_median_interval():
     assert dmft.median_ci([1.0, np.inf, np.inf])[0] == np.inf  # censored runs count
     with pytest.raises(ValueError, match="values"):
         dmft.crossing_times(v, t[:4], 0.5)
+
+
+def test_runs_on_an_executor_are_identical_to_serial_runs():
+    """simulate_seeds, solve_seeds and bias_check on worker processes (tsdyn.sweep.executor,
+    as the chapter runs them; a Dask client's executor is used the same way) return the
+    same numbers as serially: each run carries its own seed."""
+    from tsdyn import sweep
+
+    p = dmft.Params(alpha=2.0, Delta=0.5, b=0.5, eta=0.2, R0=0.01)
+    with sweep.executor(max_workers=2) as pool:
+        par = [dmft.simulate_seeds(p, 2.0, d=60, seeds=3, executor=pool),
+               dmft.solve_seeds(p, 2.0, seeds=2, n_samples=200, executor=pool)[0],
+               dmft.bias_check(p, 2.0, n_samples=100, seeds=2, n_resp=50, n_resp_alt=100,
+                               executor=pool)]
+    ser = [dmft.simulate_seeds(p, 2.0, d=60, seeds=3),
+           dmft.solve_seeds(p, 2.0, seeds=2, n_samples=200)[0],
+           dmft.bias_check(p, 2.0, n_samples=100, seeds=2, n_resp=50, n_resp_alt=100)]
+    assert par[0].identical(ser[0])
+    assert par[1].equals(ser[1])  # values; the attrs hold each solve's wall time
+    for k in ("base", "big", "resp"):
+        for v in ("train_loss", "eg"):
+            np.testing.assert_array_equal(par[2][k][v], ser[2][k][v])
