@@ -13,17 +13,19 @@ from .simulate import train_ensemble
 
 
 def phase_point(*, seed, T, inv_sigma_w, steps, n_models, batch=4, n_points=8, moment_samples=None,
-                n_train=4000, n_test=100, w_max=1e6, k_basis=True):
+                n_train=4000, n_test=100, w_max=1e6, k_basis=True, published=True):
     """One point of the T - 1/sigma_w phase diagram: the per-model :func:`summary` of an ensemble.
 
     eps = T * batch, sigma_w = 1 / inv_sigma_w; ``steps`` SGD steps. The form
     :func:`tsdyn.sweep.run` calls (a grid over ``T`` and ``inv_sigma_w``). The gradient
     moments are measured at t = 0 and t_f only: all that the summary needs; ``k_basis``
-    also measures them in the eigenbasis of K (the paper's App. B), for ``converged_k``.
+    also measures them in the eigenbasis of K (the paper's App. B), for ``converged_k``;
+    ``published`` records the unrotated moments for the authors' recipe (``converged_pub``).
     """
     p = Params.from_temperature(T, inv_sigma_w, batch=batch, n_train=n_train, n_test=n_test, w_max=w_max)
     ds = train_ensemble(p, steps, seed=seed, n_models=n_models, n_points=n_points,
-                        moment_samples=moment_samples, moments="ends", k_basis=k_basis)
+                        moment_samples=moment_samples, moments="ends", k_basis=k_basis,
+                        published=published)
     return summary(ds)
 
 
@@ -77,7 +79,8 @@ def linear_scaling(T, inv_sigma_w, batches, tau_f, *, seed, n_models, n_points=1
         attrs={"T": float(T), "inv_sigma_w": float(inv_sigma_w), "tau_f": float(tau_f)})
 
 
-CRITERIA = ("converged", "converged_k", "converged_kd")
+CRITERIA = ("converged", "converged_k", "converged_kd")  # sign-invariant readings of App. B
+PUBLISHED = "converged_pub"  # the authors' notebook recipe (analysis.published_criterion)
 
 
 def criterion_vs_steps(T, inv_sigma_w, steps_list, *, seed, n_models, **kw):
@@ -87,11 +90,12 @@ def criterion_vs_steps(T, inv_sigma_w, steps_list, *, seed, n_models, **kw):
     same teacher, data and start in each, only trained longer). Returns a Dataset over
     ``steps`` and ``model`` with the per-model flags of the three readings (``converged``:
     eigenbasis of X; ``converged_k``: the paper's basis of K, levels labelled by X;
-    ``converged_kd``: K's eigenvalues descending) and the test loss.
+    ``converged_kd``: K's eigenvalues descending; ``converged_pub``: the authors' recipe) and the
+    test loss.
     """
     runs = [phase_point(seed=seed, T=T, inv_sigma_w=inv_sigma_w, steps=int(s), n_models=n_models, **kw)
             for s in steps_list]
-    ds = xr.concat([r[[*CRITERIA, "loss", "K_S", "S_f", "S0"]] for r in runs], dim="steps")
+    ds = xr.concat([r[[*CRITERIA, PUBLISHED, "loss", "K_S", "S_f", "S0"]] for r in runs], dim="steps")
     return ds.assign_coords(steps=[int(s) for s in steps_list]).assign_attrs(T=float(T),
                                                                               inv_sigma_w=float(inv_sigma_w))
 
