@@ -11,10 +11,15 @@ from .. import _seeds, _validate
 from . import theory
 
 
+# The paper's time t counts epochs of this many mini-batches (the authors' generate.py: n_batchs).
+STEPS_PER_EPOCH = 1000
+
+
 def lambda_bar(ds):
     """Time-averaged rate of the average level spacing, (1/t) log(S(t)/S(0)) (eq. 4.7).
 
-    t in SGD steps, as in the paper's Fig. 7. Returns a DataArray (t, model) with NaN at t = 0.
+    t in SGD steps; the paper's Fig. 7 counts t in epochs of :data:`STEPS_PER_EPOCH` steps,
+    so its rate is this one times STEPS_PER_EPOCH. Returns a DataArray (t, model), NaN at t = 0.
     """
     S = ds.S
     t = ds.t.where(ds.t > 0)
