@@ -328,3 +328,27 @@ def test_published_moments_recorded_consistently():
     np.testing.assert_allclose(Kx, end.K.values, rtol=1e-9, atol=1e-12 * np.abs(end.K.values).max())
     s = dyson.summary(ds)
     assert s.converged_pub_draws.shape == (3, dyson.analysis.N_SIGN_DRAWS)
+
+
+def _two_record_dataset(x):
+    import xarray as xr
+    one = _moment_dataset(x, np.r_[0.05, np.zeros(len(x) - 2), -0.1], np.full((len(x), len(x)), 0.3),
+                          np.zeros(len(x)))
+    ds = xr.concat([one, one], dim="t").assign_coords(t=[0.0, 10.0])
+    return ds.assign_coords(tau=("t", [0.0, 1.0]))
+
+
+def test_spacing_sde_exact_coulomb():
+    """coulomb='exact' rescales V_S by coulomb_ratio: identical paths where (B.5) is exact (equally
+    spaced levels, constant V: ratio 1, see above); a weaker repulsion, hence a smaller S at the same
+    Brownian paths, for a packed bulk (ratio < 1)."""
+    even = _two_record_dataset(np.arange(1.0, 7.0) * 0.2)
+    a = dyson.spacing_sde(even, paths=4, seed=1, n_steps=200)
+    b = dyson.spacing_sde(even, paths=4, seed=1, n_steps=200, coulomb="exact")
+    np.testing.assert_allclose(a.S.values, b.S.values, rtol=1e-12)
+    packed = _two_record_dataset(np.array([0.0, 0.99, 1.0, 1.01, 1.02, 2.0]))
+    a = dyson.spacing_sde(packed, paths=4, seed=1, n_steps=200)
+    b = dyson.spacing_sde(packed, paths=4, seed=1, n_steps=200, coulomb="exact")
+    assert np.all(b.S.values[-1] < a.S.values[-1])
+    with pytest.raises(ValueError, match="coulomb"):
+        dyson.spacing_sde(even, paths=2, seed=1, coulomb="approx")
