@@ -64,11 +64,13 @@ def test_chapter_agreement_figures(glued):
     assert g["T_transition_loss_lo"] <= g["T_transition_loss"] <= g["T_transition_loss_hi"]
     # The SDE integration is converged (dt vs dt/2 on the same paths)
     assert g["sde_strong_max"] < 0.01
-    # Recording density: with ~25 times more coefficient records the ordered-phase gap in mean ln S falls
-    # (by more than 0.1, below which the SGD noise of the redrawn batches could hide it: s.e. of the
-    # difference of two ensembles' mean ln S, 16 models each, ~0.05 late in the run)
+    # Recording density: with ~7 times more coefficient records the ordered-phase gap in mean ln S falls
+    # by more than 0.1 (measured: 0.60 -> 0.31). Margin: the same models and SDE seeds at each density,
+    # only the SGD batches are redrawn; between 317 and 1119 records, where the density no longer
+    # matters, that redraw moved the gap by 0.03 (0.31 vs 0.34), so 0.1 is three times that noise
     assert g["dens_ordered_max_dense"] < g["dens_ordered_max_sparse"] - 0.1
-    # Hot phase, late: the exact Coulomb sum (B.3) in place of (B.5) shrinks the gap (the text's finding)
+    # Hot phase, late: the exact Coulomb sum (B.3) in place of (B.5) shrinks the gap (the text's finding;
+    # measured 0.45 -> 0.11, on the same ensemble and Brownian paths, so only the drift differs)
     assert abs(g["dens_hot_exact_late_dense"]) < g["dens_hot_late_dense"] - 0.1
     # The Ito drift moves the SDE towards the data (the text says so)
     assert g["sde_dlogS_ordered"] < g["sde_dlogS_noito_ordered"]
