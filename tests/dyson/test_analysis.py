@@ -270,3 +270,85 @@ def test_finite_step_gap_layout_reproducibility_and_bad_tau():
     assert dyson.finite_step_gap(0.125, 8.0, [1, 2], tau_f=1, **kw) == gap  # same seeds, same bits
     with pytest.raises(ValueError, match="tau_f must be an integer >= 1"):
         dyson.finite_step_gap(0.125, 8.0, [1], tau_f=1.5, **kw)
+
+
+# ------------------------------------------------------------------ the authors' recipe
+
+def _identity_signs(X):
+    """Signs that turn numpy's SVD eigenvectors of a diagonal, descending X into the identity."""
+    return np.sign(np.diagonal(np.linalg.svd(X)[0]))
+
+
+def test_published_criterion_by_hand():
+    # X = diag(3, 2, 1): descending already, so with the signs fixed U = I and K~ = K, V~ = V.
+    X = np.diag([3.0, 2.0, 1.0])
+    K = np.array([[-1.0, 0.4, 0.0], [0.4, 7.0, 0.0], [0.0, 0.0, 0.5]])
+    V = np.array([[9.0, 0.1, 0.2], [0.1, 9.0, 5.0], [0.2, 5.0, 0.3]])
+    s = _identity_signs(X)
+    out = dyson.published_criterion(X, K, V, 1.6, 1.0, n1=3, n2=3, signs=s)
+    # K_t = |K_00| - |K_22| = 0.5; V_t = 2 V_02/2 + (V_01 + V_22)/1 = 0.2 + 0.1 + 0.3 (V_22: the off-by-one)
+    assert out["K_S"] == pytest.approx(0.5 / 2)
+    assert out["V_S"] == pytest.approx(0.6 / 2)
+    # converged where K_t/(sqrt(n1/n2)(N-1)) = 0.25 >= T V_t/(4 sigma^2) = 0.15 T: T <= 5/3
+    assert out["converged"]
+    assert not dyson.published_criterion(X, K, V, 1.7, 1.0, n1=3, n2=3, signs=s)["converged"]
+
+
+def test_published_criterion_depends_on_eigenvector_signs():
+    X = np.diag([3.0, 2.0, 1.0])
+    K = np.diag([-1.0, 7.0, 0.5])
+    V = np.array([[9.0, 0.1, 0.2], [0.1, 9.0, 5.0], [0.2, 5.0, 0.3]])
+    s = _identity_signs(X)
+    # V~_ij = s_i s_j V_ij: flipping the top eigenvector gives V_t = -0.2 - 0.1 + 0.3 = 0,
+    # flipping the bottom one V_t = -0.2 + 0.1 + 0.3 = 0.2; K_t (absolute diagonal) is unchanged
+    top = dyson.published_criterion(X, K, V, 100.0, 1.0, n1=3, n2=3, signs=s * [-1, 1, 1])
+    bottom = dyson.published_criterion(X, K, V, 1.0, 1.0, n1=3, n2=3, signs=s * [1, 1, -1])
+    assert top["V_S"] == pytest.approx(0.0, abs=1e-15) and top["converged"]
+    assert bottom["V_S"] == pytest.approx(0.1) and bottom["K_S"] == pytest.approx(0.25)
+
+
+def test_published_criterion_bad_input():
+    X = np.eye(3)
+    with pytest.raises(ValueError, match="signs"):
+        dyson.published_criterion(X, X, X, 1.0, 1.0, n1=3, n2=3, signs=[1, 2, 1])
+    with pytest.raises(ValueError, match="sigma_w"):
+        dyson.published_criterion(X, X, X, 1.0, -1.0, n1=3, n2=3)
+    with pytest.raises(ValueError, match="shape"):
+        dyson.published_criterion(X, X[:2], X, 1.0, 1.0, n1=3, n2=3)
+
+
+def test_published_moments_recorded_consistently():
+    """K_raw rotated into the eigenbasis of X has the diagonal K that train_ensemble records there
+    (two code paths through the moment kernel: identity basis, then U; rounding only)."""
+    p = dyson.Params.from_temperature(0.5, 8.0)
+    ds = dyson.train_ensemble(p, 200, seed=3, n_models=3, n_points=3, moment_samples=300, published=True)
+    end = ds.isel(t=-1)
+    _, U = np.linalg.eigh(end.X_mat.values)
+    Kx = np.diagonal(np.swapaxes(U, -1, -2) @ end.K_raw.values @ U, axis1=-2, axis2=-1)
+    np.testing.assert_allclose(Kx, end.K.values, rtol=1e-9, atol=1e-12 * np.abs(end.K.values).max())
+    s = dyson.summary(ds)
+    assert s.converged_pub_draws.shape == (3, dyson.analysis.N_SIGN_DRAWS)
+
+
+def _two_record_dataset(x):
+    import xarray as xr
+    one = _moment_dataset(x, np.r_[0.05, np.zeros(len(x) - 2), -0.1], np.full((len(x), len(x)), 0.3),
+                          np.zeros(len(x)))
+    ds = xr.concat([one, one], dim="t").assign_coords(t=[0.0, 10.0])
+    return ds.assign_coords(tau=("t", [0.0, 1.0]))
+
+
+def test_spacing_sde_exact_coulomb():
+    """coulomb='exact' rescales V_S by coulomb_ratio: identical paths where (B.5) is exact (equally
+    spaced levels, constant V: ratio 1, see above); a weaker repulsion, hence a smaller S at the same
+    Brownian paths, for a packed bulk (ratio < 1)."""
+    even = _two_record_dataset(np.arange(1.0, 7.0) * 0.2)
+    a = dyson.spacing_sde(even, paths=4, seed=1, n_steps=200)
+    b = dyson.spacing_sde(even, paths=4, seed=1, n_steps=200, coulomb="exact")
+    np.testing.assert_allclose(a.S.values, b.S.values, rtol=1e-12)
+    packed = _two_record_dataset(np.array([0.0, 0.99, 1.0, 1.01, 1.02, 2.0]))
+    a = dyson.spacing_sde(packed, paths=4, seed=1, n_steps=200)
+    b = dyson.spacing_sde(packed, paths=4, seed=1, n_steps=200, coulomb="exact")
+    assert np.all(b.S.values[-1] < a.S.values[-1])
+    with pytest.raises(ValueError, match="coulomb"):
+        dyson.spacing_sde(even, paths=2, seed=1, coulomb="approx")

@@ -35,15 +35,21 @@ def test_chapter_agreement_figures(glued):
     assert abs(g["mp_xplus_8"] - 0.0455) < 1e-4
     # Phase-diagram title and text: exactly the contour levels reached are drawn (basis of X, the criterion)
     assert g["criterion_levels_drawn"] == sum(lv <= g["criterion_max_fraction"] for lv in (0.68, 0.95, 0.997))
-    # The text: in the basis of X no 68% line exists (grid and scan); in K's basis labelled by X the
-    # fraction never approaches the 95% level
-    assert max(g["criterion_max_fraction"], g["criterion_max_fraction_scan"]) < 0.68
-    assert max(g["criterion_max_fraction_k"], g["criterion_max_fraction_scan_k"]) < 0.95
-    # ... so the criterion-based transition temperature is NaN (no 68% crossing along T; the text says so),
-    # for the reason the text gives: on the cold side the spectrum has widened beyond the initial bound,
-    # S(t_f) > S_max(0), while (4.15) in this basis requires S(t_f) <~ S_max(0) (stationarity argument)
-    assert math.isnan(float(g["T_transition_criterion"]))
-    assert g["spacing_over_bound_cold"] > 1 and g["crit_over_bound_last"] > 1
+    # The authors' recipe (dyson.published_criterion) has the shape of the paper's Fig. 8: a cold side
+    # where at least 68% of the models pass, a hot side below 68%, a crossing bracketed by its bootstrap
+    assert g["pub_cold_min"] >= 0.68 > g["pub_hot_fraction"]
+    assert g["T_transition_pub_lo"] <= g["T_transition_pub"] <= g["T_transition_pub_hi"]
+    # ... and at T >= 1 its verdict is the sign of its V_S (the text's finding): the same for >= 95% of the
+    # models there (it must hold for every model with V_S < 0 and K_S >= 0; >= 95% leaves one model in 20
+    # with V_S > 0 at the smallest T >= 1 that could still pass on its drift)
+    assert g["pub_hot_same_as_negV"] >= 0.95
+    # Random eigenvector signs: the pooled hot fraction varies over the draws like a fair coin per model
+    # (sd within 35% of sqrt(1/4n): the sd of 64 draws has a relative error of 9%, so 35% is ~4 of them)
+    assert 0.65 < g["pub_draws_hot_sd"] / g["pub_draws_hot_binom_sd"] < 1.35
+    assert g["pub_draws_hot_lo"] < 0.5 < g["pub_draws_hot_hi"]
+    # In the basis of X, the stationarity argument's measurement: on the cold side the spectrum has widened
+    # beyond the initial bound, S(t_f) > S_max(0), and further the longer the training
+    assert g["spacing_over_bound_cold"] > 1 and g["crit_over_bound_last"] > g["crit_over_bound_first"]
     # The descending reading does not separate the phases (the text: "not a convergence test"): at the
     # coldest T its worst column over the whole disorder axis, jammed columns included, passes as often
     # as the ordered cold side of the scan, to within 0.05 (one model in 16-20)
@@ -52,26 +58,20 @@ def test_chapter_agreement_figures(glued):
     # |K_S|, against K_S's own sign changes), and S has widened beyond its start (factor > 2)
     assert abs(g["drift_balance_ordered"]) < 0.3
     assert g["spread_growth_ordered"] > 2
-    # Nor late-window or time-averaged readings in the basis of X (the text's claim)
-    assert g["crit_late_instant_x"] < 0.68 and g["crit_late_averaged_x"] < 0.68
-    # No trend towards the 68% level with 10x longer training in the basis of X (the text's claim)
-    assert g["crit_steps_max_x"] < 0.68 and g["crit_steps_x_last"] < 0.68
     # The loss transition at 1/sigma_w = 8 lies at T ~ 1 (paper: "at T ~ 1"), within a factor 4,
     # and the bootstrap range brackets the estimate
     assert 0.25 < g["T_transition_loss"] < 4.0
     assert g["T_transition_loss_lo"] <= g["T_transition_loss"] <= g["T_transition_loss_hi"]
     # The SDE integration is converged (dt vs dt/2 on the same paths)
     assert g["sde_strong_max"] < 0.01
-    # Ordered phase: the one-particle SDE (with the Ito drift, interpolated coefficients) tracks
-    # the measured mean ln S within 0.8 (a factor 2.2) over the whole run and 0.3 at t_f. The
-    # measured gap, 0.6, is the largest of ~47 correlated gaps at z ~ 3.5: a disagreement the text
-    # states as unexplained (basis, noise, Ito, (B.5), initial condition and step ruled out one by
-    # one); the bound catches a return of the factor-6 failure of piecewise-constant coefficients
-    # over long intervals (gap 1.8).
-    assert g["sde_dlogS_ordered"] < 0.8
-    assert g["sde_dlogS_end_ordered"] < 0.3
-    # Hot phase, second half of the run (small-step regime is left early on): within 0.8
-    assert g["sde_dlogS_late_paramagnetic"] < 0.8
+    # Recording density: with ~7 times more coefficient records the ordered-phase gap in mean ln S falls
+    # by more than 0.1 (measured: 0.60 -> 0.31). Margin: the same models and SDE seeds at each density,
+    # only the SGD batches are redrawn; between 317 and 1119 records, where the density no longer
+    # matters, that redraw moved the gap by 0.03 (0.31 vs 0.34), so 0.1 is three times that noise
+    assert g["dens_ordered_max_dense"] < g["dens_ordered_max_sparse"] - 0.1
+    # Hot phase, late: the exact Coulomb sum (B.3) in place of (B.5) shrinks the gap (the text's finding;
+    # measured 0.45 -> 0.11, on the same ensemble and Brownian paths, so only the drift differs)
+    assert abs(g["dens_hot_exact_late_dense"]) < g["dens_hot_late_dense"] - 0.1
     # The Ito drift moves the SDE towards the data (the text says so)
     assert g["sde_dlogS_ordered"] < g["sde_dlogS_noito_ordered"]
     # "Not the cause": neither the basis of K nor dropping the noise removes half of the gap

@@ -7,10 +7,10 @@ phase boundaries) share only :class:`Params`.
 """
 
 from .analysis import (clopper_pearson, coulomb_ratio, criterion_late, crossing, drift_balance, ito_share, spacing_over_bound, spread_growth, fraction_crossing, halfway_crossing, lambda_bar, log_gap, mean_spacing_ratio,
-                       paired_ks, paired_z, spacing_coefficients, spacing_ratios, summary, total_variation,
+                       paired_ks, paired_z, STEPS_PER_EPOCH, published_criterion, published_sign_draws, spacing_coefficients, spacing_ratios, summary, total_variation,
                        unfolded_spacings, wishart_spacing_ratio)
-from .experiments import (CRITERIA, criterion_vs_steps, dyson_levels_sde, finite_step_gap, linear_scaling, phase_diagram,
-                          phase_point, spacing_sde)
+from .experiments import (CRITERIA, PUBLISHED, criterion_vs_steps, dyson_levels_sde, finite_step_gap, linear_scaling, phase_diagram,
+                          phase_point, sde_record_density, spacing_sde)
 from .params import PAPER_LAYERS, Params
 from .simulate import initial_features, networks, record_steps, train_ensemble
 from .theory import (
@@ -43,9 +43,9 @@ __all__ = [
     "lambda_bar", "spacing_coefficients", "summary", "unfolded_spacings", "crossing", "halfway_crossing",
     "total_variation", "clopper_pearson", "log_gap", "paired_z", "paired_ks", "spacing_ratios",
     "mean_spacing_ratio", "wishart_spacing_ratio", "MEAN_R_GOE", "MEAN_R_POISSON",
-    "phase_point", "phase_diagram", "linear_scaling", "criterion_vs_steps", "CRITERIA", "spacing_sde",
+    "phase_point", "phase_diagram", "linear_scaling", "criterion_vs_steps", "CRITERIA", "PUBLISHED", "spacing_sde", "sde_record_density",
     "fraction_crossing", "drift_balance", "coulomb_ratio", "criterion_late", "ito_share", "spread_growth",
-    "spacing_over_bound", "finite_step_gap",
+    "spacing_over_bound", "finite_step_gap", "published_criterion", "published_sign_draws", "STEPS_PER_EPOCH",
     "marchenko_pastur", "marchenko_pastur_edges", "marchenko_pastur_cdf", "initial_spacing_bound",
     "feature_density", "feature_density_mixture", "feature_potential", "feature_peaks", "SIGMA_C2",
     "first_layer_q", "sigma_z2", "jamming_boundary", "level_spacing_sde", "dyson_sde", "dyson_sde_wishart", "dyson_levels_sde", "level_spacing_stationary",

@@ -11,10 +11,15 @@ from .. import _seeds, _validate
 from . import theory
 
 
+# The paper's time t counts epochs of this many mini-batches (the authors' generate.py: n_batchs).
+STEPS_PER_EPOCH = 1000
+
+
 def lambda_bar(ds):
     """Time-averaged rate of the average level spacing, (1/t) log(S(t)/S(0)) (eq. 4.7).
 
-    t in SGD steps, as in the paper's Fig. 7. Returns a DataArray (t, model) with NaN at t = 0.
+    t in SGD steps; the paper's Fig. 7 counts t in epochs of :data:`STEPS_PER_EPOCH` steps,
+    so its rate is this one times STEPS_PER_EPOCH. Returns a DataArray (t, model), NaN at t = 0.
     """
     S = ds.S
     t = ds.t.where(ds.t > 0)
@@ -73,6 +78,84 @@ def spacing_coefficients(ds, *, ito=False, basis="x"):
                       coords={"t": ds.t, "model": ds.model})
 
 
+def published_criterion(X, K, V, T, sigma_w, *, n1, n2, signs=None):
+    """Criterion (4.15) as the authors' public notebook computes it (chanjure/phase_ml,
+    ``empirical_phase.ipynb``), per model.
+
+    X, K, V : (..., N, N) arrays in the neuron basis: X = W2 W2^T, K = -E[Delta^X] and the
+    element-wise variance V_ab = Var[Delta^X_ab] over single samples (``train_ensemble(...,
+    published=True)``: ``X_mat``, ``K_raw``, ``V_raw``). ``signs`` (..., N) of +-1: multiply
+    the eigenvectors of X by these (None: the signs that ``numpy.linalg.svd`` returns), to
+    measure how much the result depends on that arbitrary choice.
+
+    Recipe: U, x = svd(X) (eigenvectors of X, *descending* eigenvalues, so index 0 is the
+    largest level "N" and index N-1 the smallest "1"); K~ = U^T K U, V~ = U^T V U;
+    K_t = |K~_00| - |K~_{N-1,N-1}|; V_t = 2 V~_{0,N-1}/(N-1) + sum_{k=1}^{N-2}
+    (V~_{0,k} + V~_{N-1,N-k})/k; converged where K_t / (sqrt(n1/n2) (N-1)) >= T V_t /
+    (4 sigma_w^2). Departures from App. B of the paper (eqs. B.7, B.9, 4.15):
+
+    - basis: the eigenbasis of X, not that of the drift matrix K;
+    - absolute values: K_S = (|K_N| - |K_1|)/(N-1) with + sign in the test (App. B: K_S =
+      (K_N - K_1)/(N-1), converged where -K_S/V_S >= T/S_max(0));
+    - V~ = U^T V U rotates the matrix of element-wise variances as if it were a matrix
+      of the linear map, not the variances of the rotated elements Var[(U^T Delta^X U)_ij];
+      its off-diagonal entries change sign with the eigenvectors' signs and can be negative;
+    - off-by-one: the second sum takes V_{1,k} for App. B's V_{1,k+1} (in ascending labels),
+      so its k = 1 term is the diagonal V_11;
+    - the inequality is multiplied out, so a negative V_t passes whatever K_t is (>= 0 for
+      most models).
+
+    The normalisation is App. B's: K_t = (N-1) K_S and V_t = (N-1) V_S. The notebook measures
+    the moments on 128 fresh inputs; ``train_ensemble`` on ``moment_samples`` training samples.
+
+    Returns a dict: ``K_S`` = K_t/(N-1), ``V_S`` = V_t/(N-1) and ``converged`` (bool), each (...).
+    """
+    X, K, V = (np.asarray(a, float) for a in (X, K, V))
+    if not (X.shape == K.shape == V.shape) or X.ndim < 2 or X.shape[-1] != X.shape[-2]:
+        raise ValueError(f"X, K, V must be (..., N, N) of one shape; got {X.shape}, {K.shape}, {V.shape}")
+    _validate.real("sigma_w", sigma_w, low=0.0, low_open=True, doc="initial weight scale")
+    _validate.real("T", T, low=0.0, low_open=True, doc="temperature eps/|B|")
+    N = X.shape[-1]
+    if N < 3:
+        raise ValueError(f"need N >= 3 levels; got {N}")
+    ok = np.all(np.isfinite(X), axis=(-1, -2))
+    U, _, _ = np.linalg.svd(np.where(ok[..., None, None], X, np.eye(N)))
+    if signs is not None:
+        signs = np.asarray(signs, float)
+        if signs.shape != X.shape[:-1] or not np.all(np.abs(signs) == 1):
+            raise ValueError(f"signs must be +-1 with shape {X.shape[:-1]}; got {signs.shape}")
+        U = U * signs[..., None, :]
+    Ut = np.swapaxes(U, -1, -2)
+    Kt, Vt = Ut @ K @ U, Ut @ V @ U
+    d = np.abs(np.diagonal(Kt, axis1=-2, axis2=-1))
+    K_t = d[..., 0] - d[..., -1]
+    V_t = 2.0 * Vt[..., 0, -1] / (N - 1)
+    for k in range(1, N - 1):
+        V_t = V_t + (Vt[..., 0, k] + Vt[..., -1, N - k]) / k
+    conv = K_t / (np.sqrt(n1 / n2) * (N - 1)) >= T * V_t / (4.0 * sigma_w ** 2)
+    nan = ~ok
+    return {"K_S": np.where(nan, np.nan, K_t / (N - 1)), "V_S": np.where(nan, np.nan, V_t / (N - 1)),
+            "converged": conv & ok}
+
+
+def published_sign_draws(X, K, V, T, sigma_w, *, n1, n2, n_draws=100, seed=0):
+    """:func:`published_criterion` under ``n_draws`` random sign choices of the eigenvectors of X.
+
+    X, K, V : (M, N, N), one matrix per model. Draw d flips each eigenvector of each model
+    independently with probability 1/2 (the physics cannot depend on it). Returns a bool
+    array (M, n_draws): whether model m passes under draw d.
+    """
+    X = np.asarray(X, float)
+    _validate.integer("n_draws", n_draws, low=1, doc="sign draws")
+    rng = np.random.default_rng(_seeds.seed_sequence(seed))
+    signs = rng.choice([-1.0, 1.0], size=(n_draws, *X.shape[:-1]))
+    out = [published_criterion(X, K, V, T, sigma_w, n1=n1, n2=n2, signs=s)["converged"] for s in signs]
+    return np.stack(out, axis=-1)
+
+
+N_SIGN_DRAWS = 64
+
+
 def summary(ds):
     """Per-model end-of-training numbers of one ensemble: a Dataset over ``model``.
 
@@ -81,7 +164,10 @@ def summary(ds):
     them; ``converged_ito``: the same with the Ito drift in K_S. If the moments were also
     recorded in the eigenbasis of K (``k_basis=True``): K_S_k, V_S_k and ``converged_k``
     (the paper's App. B basis, levels labelled by X), ``converged_kd`` (K's eigenvalues
-    in descending order). Also diverged, t_diverged.
+    in descending order). If the unrotated moments were recorded (``published=True``):
+    K_S_pub, V_S_pub, ``converged_pub`` (the authors' recipe, :func:`published_criterion`)
+    and ``converged_pub_draws`` (model, draw): the same under :data:`N_SIGN_DRAWS` random
+    sign choices of the eigenvectors of X (:func:`published_sign_draws`). Also diverged, t_diverged.
     """
     ds = ds.drop_vars("tau")
     end = ds.isel(t=-1, drop=True)
@@ -102,6 +188,13 @@ def summary(ds):
         "converged_ito": criterion(spacing_coefficients(ds, ito=True).isel(t=-1, drop=True)),
         "diverged": ds.diverged, "t_diverged": ds.t_diverged,
     }
+    if "X_mat" in ds:
+        args = (end.X_mat.values, end.K_raw.values, end.V_raw.values, T, sigma_w)
+        pub = published_criterion(*args, n1=n1, n2=n2)
+        draws = published_sign_draws(*args, n1=n1, n2=n2, n_draws=N_SIGN_DRAWS, seed=0) & alive[:, None]
+        out.update(K_S_pub=("model", pub["K_S"]), V_S_pub=("model", pub["V_S"]),
+                   converged_pub=("model", pub["converged"] & alive),
+                   converged_pub_draws=(("model", "draw"), draws))
     if "K_k" in ds:
         coef_k = spacing_coefficients(ds, basis="k").isel(t=-1, drop=True)
         out.update(K_S_k=coef_k.K_S, V_S_k=coef_k.V_S, converged_k=criterion(coef_k),

@@ -13,17 +13,19 @@ from .simulate import train_ensemble
 
 
 def phase_point(*, seed, T, inv_sigma_w, steps, n_models, batch=4, n_points=8, moment_samples=None,
-                n_train=4000, n_test=100, w_max=1e6, k_basis=True):
+                n_train=4000, n_test=100, w_max=1e6, k_basis=True, published=True):
     """One point of the T - 1/sigma_w phase diagram: the per-model :func:`summary` of an ensemble.
 
     eps = T * batch, sigma_w = 1 / inv_sigma_w; ``steps`` SGD steps. The form
     :func:`tsdyn.sweep.run` calls (a grid over ``T`` and ``inv_sigma_w``). The gradient
     moments are measured at t = 0 and t_f only: all that the summary needs; ``k_basis``
-    also measures them in the eigenbasis of K (the paper's App. B), for ``converged_k``.
+    also measures them in the eigenbasis of K (the paper's App. B), for ``converged_k``;
+    ``published`` records the unrotated moments for the authors' recipe (``converged_pub``).
     """
     p = Params.from_temperature(T, inv_sigma_w, batch=batch, n_train=n_train, n_test=n_test, w_max=w_max)
     ds = train_ensemble(p, steps, seed=seed, n_models=n_models, n_points=n_points,
-                        moment_samples=moment_samples, moments="ends", k_basis=k_basis)
+                        moment_samples=moment_samples, moments="ends", k_basis=k_basis,
+                        published=published)
     return summary(ds)
 
 
@@ -77,7 +79,8 @@ def linear_scaling(T, inv_sigma_w, batches, tau_f, *, seed, n_models, n_points=1
         attrs={"T": float(T), "inv_sigma_w": float(inv_sigma_w), "tau_f": float(tau_f)})
 
 
-CRITERIA = ("converged", "converged_k", "converged_kd")
+CRITERIA = ("converged", "converged_k", "converged_kd")  # sign-invariant readings of App. B
+PUBLISHED = "converged_pub"  # the authors' notebook recipe (analysis.published_criterion)
 
 
 def criterion_vs_steps(T, inv_sigma_w, steps_list, *, seed, n_models, **kw):
@@ -87,22 +90,28 @@ def criterion_vs_steps(T, inv_sigma_w, steps_list, *, seed, n_models, **kw):
     same teacher, data and start in each, only trained longer). Returns a Dataset over
     ``steps`` and ``model`` with the per-model flags of the three readings (``converged``:
     eigenbasis of X; ``converged_k``: the paper's basis of K, levels labelled by X;
-    ``converged_kd``: K's eigenvalues descending) and the test loss.
+    ``converged_kd``: K's eigenvalues descending; ``converged_pub``: the authors' recipe) and the
+    test loss.
     """
     runs = [phase_point(seed=seed, T=T, inv_sigma_w=inv_sigma_w, steps=int(s), n_models=n_models, **kw)
             for s in steps_list]
-    ds = xr.concat([r[[*CRITERIA, "loss", "K_S", "S_f", "S0"]] for r in runs], dim="steps")
+    ds = xr.concat([r[[*CRITERIA, PUBLISHED, "loss", "K_S", "S_f", "S0"]] for r in runs], dim="steps")
     return ds.assign_coords(steps=[int(s) for s in steps_list]).assign_attrs(T=float(T),
                                                                               inv_sigma_w=float(inv_sigma_w))
 
 
-def spacing_sde(ds, *, paths=16, ito=True, basis="x", noise=True, seed, n_steps=20000, min_substeps=200):
+def spacing_sde(ds, *, paths=16, ito=True, basis="x", noise=True, coulomb="b5", seed, n_steps=20000,
+                min_substeps=200):
     """The level-spacing equation (4.8) driven by each model's own recorded coefficients.
 
     ``ds``: a :func:`train_ensemble` Dataset with moments at every recording time. Each
     model m gets ``paths`` SDE paths that start at its S(0) and use its K_S, V_S, D_S
     (:func:`spacing_coefficients` with ``ito`` and ``basis``), interpolated linearly in
-    tau between recordings; ``noise=False`` sets D_S = 0 (the drift alone). Step
+    tau between recordings; ``noise=False`` sets D_S = 0 (the drift alone). ``coulomb``:
+    "b5" the one-particle Coulomb drift T V_S / S of eq. (B.5); "exact" multiplies V_S by
+    :func:`analysis.coulomb_ratio` at each record, so that T V_S / S equals the exact Coulomb
+    drift of the extreme levels (eq. B.3, all pairs) whenever S equals the measured spacing
+    (basis "x" only). Step
     tau_f / ``n_steps`` (at least ``min_substeps`` per recording interval), checked
     against half the step on the same Brownian paths (``attrs["strong_error"]``).
     Returns the :func:`theory.level_spacing_sde` Dataset; path p belongs to model p // paths.
@@ -112,9 +121,47 @@ def spacing_sde(ds, *, paths=16, ito=True, basis="x", noise=True, seed, n_steps=
     kw = {k: np.repeat(coef[k].values.T, paths, axis=0) for k in ("K_S", "V_S", "D_S")}
     if not noise:
         kw["D_S"] = np.zeros_like(kw["D_S"])
+    if coulomb not in ("b5", "exact"):
+        raise ValueError(f"coulomb must be 'b5' or 'exact'; got {coulomb!r}")
+    if coulomb == "exact":
+        if basis != "x":
+            raise ValueError("coulomb='exact' needs basis='x' (the exact sum is taken in the eigenbasis of X)")
+        ratio = analysis.coulomb_ratio(ds).values
+        kw["V_S"] = kw["V_S"] * np.repeat(np.where(np.isfinite(ratio), ratio, 1.0).T, paths, axis=0)
     return theory.level_spacing_sde(np.repeat(ds.S.values[0], paths), tau, **kw, T=float(ds.attrs["T"]),
                                     dt=tau[-1] / n_steps, min_substeps=min_substeps, interpolate="linear",
                                     seed=seed)
+
+
+def sde_record_density(params, steps, n_points_list, *, seed, sde_seed, n_models, moment_samples, paths=16,
+                       coulombs=("b5",)):
+    """Gap between SGD and the level-spacing SDE (4.8) against the density of coefficient records.
+
+    For each entry of ``n_points_list`` the same models (``seed``: teachers, data, starts) are
+    trained for ``steps`` with moments recorded at ``record_steps(steps, n_points, "log+linear")``
+    and :func:`spacing_sde` (Ito drift, basis of X) is driven by those records, once per entry of
+    ``coulombs`` ("b5" or "exact", see :func:`spacing_sde`). The SGD batches are redrawn with the
+    recording blocks, so the measured ensembles differ by their SGD noise. Returns a Dataset over
+    ``coulomb`` and ``records`` (the number of recording times): ``gap_max`` (largest |mean ln
+    S_meas - mean ln S_SDE| over t > 0), ``gap_late`` (over the second half in tau) and
+    ``gap_end`` (signed, measured minus SDE, at t_f).
+    """
+    out = np.full((3, len(coulombs), len(n_points_list)), np.nan)
+    records = []
+    for j, n_points in enumerate(n_points_list):
+        ds = train_ensemble(params, steps, seed=seed, n_models=n_models, n_points=int(n_points),
+                            spacing="log+linear", moment_samples=moment_samples)
+        tau = ds.tau.values
+        records.append(len(tau))
+        for i, coulomb in enumerate(coulombs):
+            sde = spacing_sde(ds, paths=paths, seed=sde_seed, coulomb=coulomb)
+            gap, _ = analysis.log_gap(ds.S.values, sde.S.values)
+            signed = np.log(ds.S.values).mean(1) - np.log(sde.S.values).mean(1)
+            out[:, i, j] = gap[1:].max(), gap[tau >= tau[-1] / 2].max(), signed[-1]
+    dims = ("coulomb", "records")
+    return xr.Dataset({"gap_max": (dims, out[0]), "gap_late": (dims, out[1]), "gap_end": (dims, out[2])},
+                      coords={"coulomb": list(coulombs), "records": records},
+                      attrs={"T": params.T, "inv_sigma_w": params.inv_sigma_w, "steps": int(steps)})
 
 
 def dyson_levels_sde(ds, *, paths=4, seed, n_steps=20000, min_substeps=200):

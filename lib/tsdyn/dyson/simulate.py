@@ -71,7 +71,7 @@ def record_steps(steps, n_points, spacing="log"):
 
 
 def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log", moment_samples=None,
-                   moments="all", k_basis=False):
+                   moments="all", k_basis=False, published=False):
     """Train an ensemble of students in lockstep and record the paper's observables.
 
     All models advance together in one numba kernel call per block of steps
@@ -98,6 +98,9 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
     moments : {"all", "ends"}
         Measure ``grad_norm``, ``K`` and ``V`` at every recording time, or only at the
         first and last (cheaper, for sweeps); NaN elsewhere.
+    published : bool
+        Also record X and the unrotated moments of Delta^X (``X_mat``, ``K_raw``, ``V_raw``)
+        wherever the moments are measured, for the authors' own criterion recipe.
     k_basis : bool
         Also record the moments in the eigenbasis of the drift matrix K = -E[Delta^X]
         itself, as in the paper's App. B (``K_k``, ``V_k``, ``C_k``, ``xq_k`` below): one more
@@ -126,6 +129,10 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
           basis; ``xq_k`` (t, model, eig): the Rayleigh quotient u^T X u of each eigenvector u
           of K (which level of X the direction belongs to, for ordering, see
           :func:`tsdyn.dyson.spacing_coefficients`);
+        - with ``published``: ``X_mat`` (t, model, unit, unit2): X itself; ``K_raw`` and ``V_raw``
+          (t, model, unit, unit2): -E[Delta^X_ab] and the element-wise Var[Delta^X_ab] in the
+          neuron basis, unrotated: the inputs of the authors' criterion recipe
+          (:func:`tsdyn.dyson.published_criterion`);
         - ``diverged``, ``t_diverged`` (model): a model whose |W^(2)|_F reaches
           ``params.w_max`` (or turns non-finite) is stopped, flagged, and its later
           records are NaN. The loss itself cannot blow up: tanh features are bounded,
@@ -160,6 +167,7 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
     x_rec, K_rec, V_rec = nan(n_rec, M, n2), nan(n_rec, M, n2), nan(n_rec, M, n2, n2)
     C_rec = nan(n_rec, M, n2)
     Kk_rec, Vk_rec, Ck_rec, xq_rec = nan(n_rec, M, n2), nan(n_rec, M, n2, n2), nan(n_rec, M, n2), nan(n_rec, M, n2)
+    Xm_rec, Kr_rec, Vr_rec = nan(n_rec, M, n2, n2), nan(n_rec, M, n2, n2), nan(n_rec, M, n2, n2)
     alive = np.ones(M, dtype=np.bool_)
     diverged_at = np.full(M, -1, dtype=np.int64)
     z0 = np.einsum("mij,mkj->mki", W2, A1)
@@ -203,9 +211,13 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
                 mg_k = np.einsum("mli,mlj->mij", Uk, grad)
                 Ck_rec[r] = gg_k - np.sum(mg_k ** 2, axis=2)
                 xq_rec[r] = np.einsum("mji,mj->mi", P ** 2, x)  # u^T X u, with X = diag(x) in U's basis
+            if published:  # the neuron basis: U = identity
+                eye = np.ascontiguousarray(np.broadcast_to(np.eye(n2), (M, n2, n2)))
+                _, mean_r, var_r, _ = _kernels.gradient_moments(W2, A1m, Ym, W3, eye)
+                Xm_rec[r], Kr_rec[r], Vr_rec[r] = X, -mean_r, var_r
         for arr in (*obs.values(),):
             arr[r, ~live] = np.nan
-        for arr in (x_rec, K_rec, V_rec, C_rec, Kk_rec, Vk_rec, Ck_rec, xq_rec):
+        for arr in (x_rec, K_rec, V_rec, C_rec, Kk_rec, Vk_rec, Ck_rec, xq_rec, Xm_rec, Kr_rec, Vr_rec):
             arr[r, ~live] = np.nan
     t_div = np.where(diverged_at >= 0, diverged_at.astype(float), np.inf)
     units = {"loss": "1", "grad_norm": "1", "G0": "1", "align": "1", "S": "1"}
@@ -229,6 +241,12 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
             "C_k": (("t", "model", "eig"), Ck_rec, {"long_name": "Ito covariance C_ii in the eigenbasis of K"}),
             "xq_k": (("t", "model", "eig"), xq_rec,
                      {"long_name": "Rayleigh quotient u^T X u of each eigenvector u of K"})} if k_basis else {}),
+        **({"X_mat": (("t", "model", "unit", "unit2"), Xm_rec, {"long_name": "X = W2 W2^T (neuron basis)"}),
+            "K_raw": (("t", "model", "unit", "unit2"), Kr_rec,
+                      {"long_name": "-E[Delta^X_ab], neuron basis", "units": "per unit tau"}),
+            "V_raw": (("t", "model", "unit", "unit2"), Vr_rec,
+                      {"long_name": "element-wise Var[Delta^X_ab] over single samples, neuron basis"})}
+           if published else {}),
         "z_var": (("model",), z_var, {"long_name": "variance of z = W2 a at t = 0 (sigma_z^2, 2.19)"}),
         "diverged": (("model",), diverged_at >= 0),
         "t_diverged": (("model",), t_div, {"units": "SGD steps", "bound": f"|W2|_F >= {params.w_max:g}"}),
