@@ -13,12 +13,14 @@ from .simulate import simulate
 from .theory import linear_scm_growth_rate, max_stable_eta_linear_scm, ode, plateau
 
 
-def plateau_escape(*, seed, N, K, eta, t_max=None, n_points=400):
+def plateau_escape(*, seed, N, K, eta, t_max=None, n_points=400, method="network"):
     """Escape from the Saad-Solla plateau of an erf SCM with K = M, for SGD and its ODE.
 
     Both are measured with :func:`tsdyn.committee.plateau_stats` against the height
     of the symmetric plateau (:func:`tsdyn.committee.plateau`). ``t_max`` defaults
     to three times the predicted escape time ln N / (2 lambda_max) plus 100 / eta.
+    ``method`` is that of :func:`simulate` ("network", or "overlaps" for the
+    exact-in-law overlap sampler, whose cost per step does not grow with N).
 
     Returns
     -------
@@ -31,7 +33,7 @@ def plateau_escape(*, seed, N, K, eta, t_max=None, n_points=400):
     fixed = plateau(p)
     if t_max is None:
         t_max = 3 * math.log(N) * fixed["log_n_slope"] + 100 / eta
-    run = simulate(p, t_max, seed=seed, n_points=n_points)
+    run = simulate(p, t_max, seed=seed, n_points=n_points, method=method)
     sgd = plateau_stats(run, fixed["eg"])
     theory = plateau_stats(ode(p, init=run), fixed["eg"])
     return {"sgd": sgd[0], "ode": theory[0], "sgd_height": sgd[1], "ode_height": theory[1],
