@@ -56,8 +56,6 @@ def test_mismatched_transitions_continuous_for_dt2_discontinuous_for_dt4(glued):
     assert g["mm_fss_gap_2_3_large_N_lo"] > g["mm_fss_gap_2_3_small_N_hi"]
     # ... and at the largest N exceeds that of (4, 6), whose gap stays nearly empty
     assert g["mm_fss_gap_2_3_large_N_lo"] > g["mm_fss_gap_4_6_large_N_hi"]
-    # the runs have converged: fewer than 5% still move in the last 3/4 of the sweeps
-    assert g["mm_fss_moving"] < 0.05
 
 
 @pytest.mark.slow
