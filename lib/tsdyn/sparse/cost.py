@@ -63,7 +63,8 @@ def chapter_runs(cfg):
     parameters (seeds). Sections: ``figs_1_3`` (the two-matrix grid and the
     finite-size-scaling grid, and the large-m grid ``big_*`` if given), ``figs_4_5``
     (mismatched supports, and the fine grids ``mm_fss_ms`` of ``mm_fss_pairs`` at the
-    sizes ``mm_fss_Ns`` if given), ``figs_6_7`` (one matrix),
+    sizes ``mm_fss_Ns`` if given, with the longer runs ``mm_fss_long_*`` of the
+    first pair at the two largest sizes), ``figs_6_7`` (one matrix),
     ``fig_8`` (SGD learning curves and phase diagram).
     """
     runs = {"figs_1_3": [], "figs_4_5": [], "figs_6_7": [], "fig_8": []}
@@ -83,6 +84,12 @@ def chapter_runs(cfg):
         for N in cfg["mm_fss_Ns"]:
             for m in grid:
                 runs["figs_4_5"].append(("two_matrix", dict(N=N, d=d_t, d_s=d_s, m=m), cfg["mm_fss_sweeps"],
+                                         cfg["mm_fss_seeds"]))
+    if cfg.get("mm_fss_pairs") and cfg.get("mm_fss_long_ms"):
+        d_t, d_s = cfg["mm_fss_pairs"][0]
+        for N in cfg["mm_fss_Ns"][-2:]:
+            for m in cfg["mm_fss_long_ms"]:
+                runs["figs_4_5"].append(("two_matrix", dict(N=N, d=d_t, d_s=d_s, m=m), cfg["mm_fss_long_sweeps"],
                                          cfg["mm_fss_seeds"]))
     for d in cfg.get("big_ds", []):
         for m in cfg["big_ms"]:
