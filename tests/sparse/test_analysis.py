@@ -206,3 +206,40 @@ def test_resolved_minimum():
     assert sparse.resolved_minimum([5.0, 1.0, np.nan, 4.0], [0.1] * 4) == (1, True)
     assert sparse.resolved_minimum([1.05, 1.0, np.nan], [0.1] * 3) == (1, False)
     assert sparse.resolved_minimum([np.nan, np.nan], [0.1, 0.1]) == (-1, False)
+
+
+def test_compatible_with_zero_reads_the_error_bar():
+    # one failing run among n: mean h/n, standard error h/n exactly -> compatible at z = 1
+    one = np.zeros(16)
+    one[3] = 0.5
+    assert sparse.compatible_with_zero(one)
+    # two failing runs: mean / se = sqrt(2 (n - 1) / (n - 2)) > 1 -> not compatible
+    two = one.copy()
+    two[7] = 0.5
+    assert not sparse.compatible_with_zero(two)
+    assert sparse.compatible_with_zero(np.zeros(4))
+    assert not sparse.compatible_with_zero(np.full(4, 0.1))
+    with pytest.raises(ValueError, match="non-negative"):
+        sparse.compatible_with_zero(np.array([0.1, -0.1]))
+    with pytest.raises(ValueError, match="at least 2 runs"):
+        sparse.compatible_with_zero(np.zeros((3, 1)))
+
+
+def test_paper_critical_batch_is_the_first_zero_of_the_mean():
+    m = np.array([2.0, 4, 8, 16, 32])
+    h = np.full((5, 20), 0.45)
+    h[2:] = 0.0  # all runs perfect from m = 8 on
+    h[4, :10] = 0.2  # re-entrance at the largest m does not move the first zero
+    res = sparse.paper_critical_batch(m, h, n_boot=200)
+    assert res["m_c"] == 8.0 and res["m_prev"] == 4.0
+    # every resample gives the same grid point: no bootstrap spread, the grid is the error
+    assert res["m_c_se"] == 0.0
+    assert res["m_c_err"] == pytest.approx(8 * np.log(2) / np.sqrt(12))
+    # with a half-failing point at m = 8, resamples move m_c between 8 and 16
+    h[2, :10] = 0.45
+    mixed = sparse.paper_critical_batch(m, h, n_boot=200, seed=1)
+    assert mixed["m_c"] == 16.0 and mixed["m_c_lo"] <= 16.0
+    never = sparse.paper_critical_batch(m, np.full((5, 20), 0.4), n_boot=50)
+    assert never["m_c"] == np.inf and never["finite_fraction"] == 0.0
+    with pytest.raises(ValueError, match="shape"):
+        sparse.paper_critical_batch(m, h[:3])

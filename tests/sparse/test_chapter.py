@@ -28,6 +28,37 @@ def test_two_matrix_transition(glued):
 
 
 @pytest.mark.slow
+def test_paper_estimator_sits_at_the_top_of_the_jump(glued):
+    g = glued
+    # The first zero of the mean Hamming distance needs (almost) every run perfect, the
+    # crossing half of them: it lies above the crossing by up to a grid step plus the
+    # upper half of the jump, a factor between 1 and 2 on these grids (quick data: 1.2 to 1.6).
+    assert 1.0 <= g["mc_paper_ratio_min"] <= g["mc_paper_ratio_max"] < 2.0
+
+
+@pytest.mark.slow
+def test_failures_come_back_at_large_m(glued):
+    g = glued
+    # Re-entrance: at the largest m the 68% Wilson interval of the fraction of imperfect
+    # runs lies above that of the best m, for d = 2 and d = 4 (quick data, 32 runs:
+    # d = 2 from 0 to 1.0, d = 4 from 0 to 0.81).
+    for d in (2, 4):
+        assert g[f"big_d{d}_imperfect_max_m_lo"] > g[f"big_d{d}_imperfect_min_hi"]
+        # and the mean Hamming distance there is more than 3 standard errors above 0
+        assert g[f"big_d{d}_hamming_max_m"] > 3 * g[f"big_d{d}_hamming_max_m_se"]
+
+
+@pytest.mark.slow
+def test_mismatched_transitions_continuous_for_dt2_discontinuous_for_dt4(glued):
+    g = glued
+    # d_t = 2: the fraction of runs ending in the gap grows with N (68% Wilson intervals
+    # of the smallest and largest N apart; quick data 0.07 -> 0.14 over N = 32..128) ...
+    assert g["mm_fss_gap_2_3_large_N_lo"] > g["mm_fss_gap_2_3_small_N_hi"]
+    # ... and at the largest N exceeds that of (4, 6), whose gap stays nearly empty
+    assert g["mm_fss_gap_2_3_large_N_lo"] > g["mm_fss_gap_4_6_large_N_hi"]
+
+
+@pytest.mark.slow
 def test_mismatched_and_one_matrix(glued):
     g = glued
     # Near m_c, partly recovered students are common for d_t = 2 (continuous transition)

@@ -43,7 +43,12 @@ def test_chapter_runs_count_every_run_of_the_quick_preset():
     runs = cost.chapter_runs(cfg)
     n = {k: sum(r[3] for r in v) for k, v in runs.items()}
     assert n["figs_1_3"] == (len(cfg["Ns"]) * len(cfg["ds"]) * len(cfg["ms"]) * cfg["seeds"]
-                             + len(cfg["fss_Ns"]) * len(cfg["fss_ms"]) * cfg["fss_seeds"])
+                             + len(cfg["fss_Ns"]) * len(cfg["fss_ms"]) * cfg["fss_seeds"]
+                             + len(cfg["big_ds"]) * len(cfg["big_ms"]) * cfg["big_seeds"])
+    n_fine = sum(len(g) for g in cfg["mm_fss_ms"][:len(cfg["mm_fss_pairs"])])
+    assert n["figs_4_5"] == (len(cfg["mm_pairs"]) * len(cfg["mm_ms"]) * cfg["mm_seeds"]
+                             + len(cfg["mm_fss_Ns"]) * n_fine * cfg["mm_fss_seeds"]
+                             + len(cfg["mm_fss_Ns"][-2:]) * len(cfg["mm_fss_long_ms"]) * cfg["mm_fss_seeds"])
     n_erf = sum(len(cost.erf_batch_sizes(N, d, cfg["erf_ratios"])) for N in cfg["erf_Ns"] for d in cfg["erf_ds"])
     assert n["figs_6_7"] == n_erf * cfg["erf_seeds"]
     seeds = cfg.get("sgd_seeds", 1)

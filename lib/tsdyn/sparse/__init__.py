@@ -6,13 +6,14 @@ column) is inferred by a greedy zero-temperature Metropolis rule on fresh
 mini-batches (:func:`greedy`), or learnt by a dense real-valued student with
 mini-batch SGD (:func:`sgd`). The paper's theory is a counting argument
 (:mod:`.theory`); the simulations locate the critical mini-batch size m_c with a
-defined estimator (:func:`critical_batch`); :mod:`.cost` measures what the
+defined estimator (:func:`critical_batch`) and with the paper's first zero of
+the mean Hamming distance (:func:`paper_critical_batch`); :mod:`.cost` measures what the
 chapter's grids cost.
 """
 
 from . import cost
-from .analysis import (bootstrap, critical_batch, crossing, gap_fraction, hamming, max_pairwise_z,
-                       mean_se, near_transition, resolved_minimum, success_fraction, success_interval, tp_tn_rates,
+from .analysis import (bootstrap, compatible_with_zero, critical_batch, crossing, first_zero, gap_fraction,
+                       hamming, max_pairwise_z, mean_se, near_transition, paper_critical_batch, resolved_minimum, success_fraction, success_interval, tp_tn_rates,
                        transition_width, width_floor)
 from .cost import erf_batch_sizes
 from .experiments import greedy_point, sgd_point
@@ -28,5 +29,6 @@ __all__ = [
     "hamming", "tp_tn_rates", "success_fraction", "crossing", "critical_batch", "transition_width",
     "greedy_point", "sgd_point", "counting_m_c", "random_student_hamming", "success_interval",
     "mean_se", "gap_fraction", "near_transition", "max_pairwise_z", "bootstrap", "width_floor",
-    "erf_batch_sizes", "cost", "resolved_minimum",
+    "erf_batch_sizes", "cost", "resolved_minimum", "compatible_with_zero", "first_zero",
+    "paper_critical_batch",
 ]

@@ -297,3 +297,86 @@ def resolved_minimum(values, errors, z=2.0):
         if np.isfinite(v[j]):
             ok &= bool(v[j] - v[k] > z * np.hypot(e[k], e[j]))
     return k, ok
+
+
+def compatible_with_zero(values, z=1.0):
+    """Whether the mean over the last axis is compatible with zero: mean <= z standard
+    errors (sample standard deviation over sqrt(runs)).
+
+    With z = 1 the error bar of a mean ± standard error plot reaches zero, the reading
+    of "compatible with 0" in the paper's figures (secs. 4.1-4.2). A row of exact
+    zeros is compatible; a row of equal non-zero values is not. ``values`` must be
+    non-negative (a Hamming distance or a loss), with at least 2 entries per row.
+    """
+    v = np.asarray(values, float)
+    _validate.real("z", z, low=0.0, doc="standard errors allowed between the mean and zero")
+    if v.ndim < 1 or v.shape[-1] < 2:
+        raise ValueError(f"values need at least 2 runs on the last axis; got shape {v.shape}")
+    if np.isnan(v).any() or (v < 0).any():
+        raise ValueError("values must be non-negative and not NaN (a Hamming distance or a loss)")
+    mean = v.mean(-1)
+    se = v.std(-1, ddof=1) / np.sqrt(v.shape[-1])
+    return mean <= z * se
+
+
+def first_zero(m, values, z=1.0):
+    """First m at which the mean of ``values`` (n_m, runs) is compatible with zero
+    (:func:`compatible_with_zero`); inf when there is none on the grid."""
+    ok = np.nonzero(compatible_with_zero(values, z))[0]
+    return float(np.asarray(m, float)[ok[0]]) if len(ok) else np.inf
+
+
+def paper_critical_batch(m, values, *, z=1.0, n_boot=1000, seed=0):
+    """The paper's critical mini-batch size: the first m at which the mean final
+    Hamming distance (sec. 4.1) or, with a mismatched support, the mean validation
+    loss (sec. 4.2) is compatible with zero (:func:`first_zero`).
+
+    The estimate is a grid point. Its error combines the bootstrap spread (runs
+    redrawn with replacement independently at each m, ``n_boot`` times) with the grid:
+    the first zero lies somewhere between the preceding grid point and m_c, whose
+    standard deviation for a point uniform in log m is m_c log(m_c / m_prev) / sqrt(12)
+    (the convention of :func:`critical_batch`).
+
+    Parameters
+    ----------
+    m : array, shape (n_m,)
+        Increasing mini-batch sizes.
+    values : array, shape (n_m, runs)
+        Final Hamming distance (or loss) of each run, non-negative.
+
+    Returns
+    -------
+    dict
+        ``m_c`` (inf: never compatible with zero), ``m_c_se`` (bootstrap standard
+        deviation over resamples with a finite estimate), ``m_c_lo``, ``m_c_hi``
+        (16% and 84% bootstrap quantiles), ``m_prev`` (the grid point below m_c;
+        NaN at the first), ``finite_fraction``, ``m_c_grid`` and ``m_c_err`` = max(se, grid).
+    """
+    m = np.asarray(m, float)
+    v = np.asarray(values, float)
+    if v.ndim != 2 or v.shape[0] != len(m):
+        raise ValueError(f"values must have shape (len(m), runs) = ({len(m)}, runs); got {v.shape}")
+    if len(m) == 0 or np.any(np.diff(m) <= 0):
+        raise ValueError(f"m must be increasing and non-empty; got {m.tolist()}")
+    _validate.integer("n_boot", n_boot, low=2, doc="bootstrap resamples")
+    m_c = first_zero(m, v, z)
+    rng = np.random.default_rng(seed)
+    runs = v.shape[1]
+    pick = rng.integers(runs, size=(n_boot, len(m), runs))
+    boot = np.array([first_zero(m, np.take_along_axis(v, p, axis=1), z) for p in pick])
+    finite = boot[np.isfinite(boot)]
+    if len(finite) >= 2:
+        se = float(finite.std(ddof=1))
+        lo, hi = np.quantile(finite, [0.16, 0.84])
+    else:
+        se, lo, hi = np.nan, np.nan, np.nan
+    m_prev, grid = np.nan, np.nan
+    if np.isfinite(m_c):
+        k = int(np.searchsorted(m, m_c))
+        if k > 0:
+            m_prev = float(m[k - 1])
+            grid = float(m_c * np.log(m_c / m_prev) / np.sqrt(12))
+    return {"m_c": m_c, "m_c_se": se, "m_c_lo": float(lo), "m_c_hi": float(hi), "m_prev": m_prev,
+            "finite_fraction": len(finite) / n_boot, "m_c_grid": grid,
+            "m_c_err": float(np.nanmax([se, grid])) if np.isfinite(m_c) and np.isfinite([se, grid]).any()
+            else np.nan}

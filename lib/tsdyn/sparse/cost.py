@@ -61,8 +61,10 @@ def chapter_runs(cfg):
 
     ``length`` is sweeps (greedy) or steps (SGD); ``copies`` the runs with those
     parameters (seeds). Sections: ``figs_1_3`` (the two-matrix grid and the
-    finite-size-scaling grid), ``figs_4_5`` (mismatched supports, with their
-    finite-size-scaling sizes ``mm_fss_Ns`` if given), ``figs_6_7`` (one matrix),
+    finite-size-scaling grid, and the large-m grid ``big_*`` if given), ``figs_4_5``
+    (mismatched supports, and the fine grids ``mm_fss_ms`` of ``mm_fss_pairs`` at the
+    sizes ``mm_fss_Ns`` if given, with the longer runs ``mm_fss_long_*`` of the
+    first pair at the two largest sizes), ``figs_6_7`` (one matrix),
     ``fig_8`` (SGD learning curves and phase diagram).
     """
     runs = {"figs_1_3": [], "figs_4_5": [], "figs_6_7": [], "fig_8": []}
@@ -75,13 +77,24 @@ def chapter_runs(cfg):
             runs["figs_1_3"].append(("two_matrix", dict(N=N, d=cfg["fss_d"], m=m), cfg["sweeps"],
                                      cfg["fss_seeds"]))
     for d_t, d_s in cfg["mm_pairs"]:
-        for N in [cfg["mm_N"], *cfg.get("mm_fss_Ns", [])]:
-            pairs = cfg.get("mm_fss_pairs", [])
-            if N != cfg["mm_N"] and [d_t, d_s] not in [list(p) for p in pairs]:
-                continue
-            for m in cfg["mm_ms"]:
-                runs["figs_4_5"].append(("two_matrix", dict(N=N, d=d_t, d_s=d_s, m=m), cfg["sweeps"],
-                                         cfg["mm_seeds"]))
+        for m in cfg["mm_ms"]:
+            runs["figs_4_5"].append(("two_matrix", dict(N=cfg["mm_N"], d=d_t, d_s=d_s, m=m), cfg["sweeps"],
+                                     cfg["mm_seeds"]))
+    for (d_t, d_s), grid in zip(cfg.get("mm_fss_pairs", []), cfg.get("mm_fss_ms", [])):
+        for N in cfg["mm_fss_Ns"]:
+            for m in grid:
+                runs["figs_4_5"].append(("two_matrix", dict(N=N, d=d_t, d_s=d_s, m=m), cfg["mm_fss_sweeps"],
+                                         cfg["mm_fss_seeds"]))
+    if cfg.get("mm_fss_pairs") and cfg.get("mm_fss_long_ms"):
+        d_t, d_s = cfg["mm_fss_pairs"][0]
+        for N in cfg["mm_fss_Ns"][-2:]:
+            for m in cfg["mm_fss_long_ms"]:
+                runs["figs_4_5"].append(("two_matrix", dict(N=N, d=d_t, d_s=d_s, m=m), cfg["mm_fss_long_sweeps"],
+                                         cfg["mm_fss_seeds"]))
+    for d in cfg.get("big_ds", []):
+        for m in cfg["big_ms"]:
+            runs["figs_1_3"].append(("two_matrix", dict(N=cfg["big_N"], d=d, m=m), cfg["big_sweeps"],
+                                     cfg["big_seeds"]))
     for N in cfg["erf_Ns"]:
         for d in cfg["erf_ds"]:
             for m in erf_batch_sizes(N, d, cfg["erf_ratios"]):
