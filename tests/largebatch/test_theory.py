@@ -222,3 +222,19 @@ def test_split_rule_two_relu_units_against_the_orthant_probability(q12):
     assert mom["r"] == 3
     assert mom["FF"][0, 1] == pytest.approx((np.pi - np.arccos(q12)) / (8 * np.pi), abs=1e-12)
     assert mom["FF"][0, 0] == pytest.approx(1 / 8, abs=1e-12)
+
+
+def test_time_regimes_of_the_time_batch_diagram():
+    # projected SGD: power law down to the plateau l/2 - 1 at the optimal batch d^(l/2)
+    assert theory.time_regime(3, 1.0) == (1.0, "power law")
+    assert theory.time_regime(3, 1.5) == (0.5, "plateau")
+    assert theory.time_regime(2, 3.0) == (0.0, "plateau")
+    # correlation loss / spherical: power law to mu = l - 1, polylog to mu = l, then one step
+    assert theory.time_regime(3, 1.0, "correlation") == (1.0, "power law")
+    assert theory.time_regime(3, 2.0, "spherical") == (0.0, "polylog")
+    assert theory.time_regime(3, 2.9, "correlation") == (0.0, "polylog")
+    assert theory.time_regime(3, 3.0, "correlation") == (0.0, "one step")
+    assert theory.time_regime(2, 1.0, "correlation") == (0.0, "polylog")
+    assert theory.expansion_validity_mu(3) == 2.0
+    with pytest.raises(ValueError):
+        theory.time_regime(3, 1.0, "adam")

@@ -144,3 +144,43 @@ def giant_boundary_mu(*, d, ell, variant="correlation", n0=1.0):
     import numpy as np
     kappa = noise_kappa(ell=ell, variant=variant, gamma0=1.0, n0=1.0)  # E[F^2] / (2 l)
     return float(ell - 1 + np.log(2 * ell * kappa / (n0 * ell ** 2)) / np.log(d))
+
+
+def giant_steps_point(*, seed, d, ell, n0, max_steps=1000, sampler="reduced"):
+    """Number of giant steps (correlation loss, gamma = 1e8, batch n_b = n0 d^(l-1)) from
+    m0 = d^-1/2 to the weak-recovery threshold: one SGD run (dict of T and recovered)."""
+    p = giant_step_params(d=d, mu=float(ell - 1), ell=ell, n0=n0)
+    out = recovery_time(p, int(max_steps), seed=seed, sampler=sampler)
+    return {"T": out["T"], "recovered": out["recovered"]}
+
+
+def giant_steps_theory(*, d, ell, n0, max_steps=1000):
+    """The same number of giant steps from the theory's finite-d step map (deterministic)."""
+    p = giant_step_params(d=d, mu=float(ell - 1), ell=ell, n0=n0)
+    return theory.recovery_time(p, m0=p.m0, max_steps=max_steps)
+
+
+def one_step_params(*, d, ell, mu, delta, gamma0, n0, m0, variant="projected"):
+    """Params of a one-step check: He_ell target and student, batch n0 d^mu, gamma0 d^-delta, start m0."""
+    from dataclasses import replace
+    p = scaling_params(d=d, ell=ell, mu=mu, delta=delta, variant=variant, gamma0=gamma0, n0=n0)
+    return replace(p, m0=float(m0))
+
+
+def one_step_point(*, seed, n_samples, d, ell, mu, delta, gamma0, n0, m0, variant="projected",
+                   sampler="reduced"):
+    """The overlap after ONE SGD step from m0, sampled ``n_samples`` times (independent runs, seeds
+    derived from ``seed``), against the theory's expected one-step map at the same point.
+
+    Returns the SGD mean ``sim`` of m' and its standard error ``sim_se``, the map's m' (``map``:
+    finite-d terms and its fluctuation factor where the map switches it on), and both as one-step
+    growth relative to the start, m'/m0 - 1 (``sim_growth``, ``sim_growth_se``, ``map_growth``)."""
+    import numpy as np
+
+    from .simulate import one_step_overlaps
+    p = one_step_params(d=d, ell=ell, mu=mu, delta=delta, gamma0=gamma0, n0=n0, m0=m0, variant=variant)
+    m = one_step_overlaps(p, int(n_samples), seed=seed, sampler=sampler)[:, 0, 0]
+    mp = float(theory.step_map(p, np.array([[p.m0]]), np.eye(1))[0][0, 0])
+    se = float(m.std(ddof=1) / np.sqrt(m.size))
+    return {"sim": float(m.mean()), "sim_se": se, "map": mp, "sim_growth": float(m.mean()) / p.m0 - 1,
+            "sim_growth_se": se / p.m0, "map_growth": mp / p.m0 - 1, "n_b": float(p.n_b), "gamma": p.gamma}

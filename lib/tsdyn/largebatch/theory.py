@@ -591,3 +591,36 @@ def theta(ell, mu, variant="projected"):
 def best_delta(ell, mu, variant="projected"):
     """The learning-rate exponent delta that achieves :func:`theta`."""
     return theta(ell, mu, variant) - (ell - 2) / 2
+
+
+REGIMES = ("power law", "plateau", "polylog", "one step")
+
+
+def time_regime(ell, mu, variant="projected"):
+    """The regime of the weak-recovery time at the best learning rate (Arnaboldi et al. 2024,
+    time/batch-size phase diagram), as ``(theta, regime)`` with T ~ d^theta:
+
+    - projected SGD: ``"power law"`` theta = l - 1 - mu for mu < l/2, then the ``"plateau"``
+      theta = l/2 - 1 (delta = 0: a step of O(1) must stay local; larger batches are wasted);
+    - correlation loss and spherical SGD: ``"power law"`` theta = l - 1 - mu for mu < l - 1;
+      ``"polylog"`` for l - 1 <= mu < l (theta = 0 up to logarithms: at n_b ~ d^(l-1) a giant step
+      maps m = a d^-1/2 to about c a^(l-1) d^-1/2, so reaching m = O(1) takes ~ln d steps for l = 2
+      and ~ln ln d for l >= 3); ``"one step"`` for mu >= l (T = 1: a single giant step reaches
+      m = O(1) once n_b >~ d^l).
+    """
+    th = theta(ell, mu, variant)
+    if variant == "projected":
+        return th, ("power law" if mu < ell / 2 else "plateau")
+    if mu < ell - 1:
+        return th, "power law"
+    return th, ("polylog" if mu < ell else "one step")
+
+
+def expansion_validity_mu(ell):
+    """Batch exponent up to which the small-step expansion of the one-step map holds on the best
+    learning rate of the correlation loss and spherical SGD, delta = l/2 - mu: there the normaliser's
+    noise term is gamma^2 d / n_b = gamma0^2 / n0 d^(mu - l + 1), small iff mu < l - 1. Beyond it
+    (giant steps) the drift-plus-noise expansion, and with it the continuous-time description, fails;
+    projected SGD never gets there (delta >= 0 keeps gamma^2 d / n_b <= d^(1 - mu) for mu >= l / 2)."""
+    _check_ell_mu(ell, 0.0)
+    return float(ell - 1)
