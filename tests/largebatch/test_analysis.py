@@ -199,3 +199,14 @@ def test_fit_theta_median_recovers_the_exponent_with_calibrated_errors():
     assert 0.7 <= z.std() <= 1.4
     with pytest.raises(ValueError, match="more than half"):
         analysis.fit_theta_median(ds, T, np.arange(T.size).reshape(T.shape) % 32 < 10, ell=3, eta=0.5)
+
+
+def test_one_step_point_agrees_with_the_map_at_a_large_batch():
+    """At n_b = d (d = 128, He2, gamma = 0.15 d^-1/4) from m0 = d^-1/2 the expected map is the mean of
+    one SGD step: 1000 samples, within 4 standard errors (one comparison, false alarm 6e-5)."""
+    r = experiments.one_step_point(seed=3, n_samples=1000, d=128, ell=2, mu=1.0, delta=0.25, gamma0=0.15, n0=1.0,
+                                   m0=128 ** -0.5)
+    assert r["n_b"] == 128 and r["sim_growth"] > 0
+    assert abs(r["sim"] - r["map"]) <= 4 * r["sim_se"]
+    p = experiments.one_step_params(d=128, ell=2, mu=1.0, delta=0.25, gamma0=0.15, n0=1.0, m0=128 ** -0.5)
+    assert r["map"] == theory.step_map(p, np.array([[p.m0]]), np.eye(1))[0][0, 0]
