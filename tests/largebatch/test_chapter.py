@@ -128,6 +128,10 @@ def test_chapter_agreement_figures(glued):
     # ... and at mu = 0, delta = 1/2 of diagram (a) the map's growth is more negative than SGD's by
     # more than 3 s.e. (the "overstates the pull of the noise" of the text).
     assert g["os_mu0_map"] < g["os_mu0_sim"] - 3 * g["os_mu0_se"]
+    # The exact one-step mean at n_b = 1 agrees with SGD at every n_b = 1 point of the table (within
+    # 3.5 s.e.: at most a few comparisons), and lowers the noise root of diagram (a) at mu = 0.
+    assert g["os_exact_n"] >= 2 and g["os_exact_zmax"] <= 3.5
+    assert g["root_mu0_exact"] < g["root_mu0_map"]
 
 
 @pytest.mark.slow
