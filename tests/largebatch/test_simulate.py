@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from tsdyn import largebatch as lb
+from tsdyn.largebatch.simulate import one_step_overlaps
 simmod = importlib.import_module("tsdyn.largebatch.simulate")
 
 
@@ -167,3 +168,13 @@ def test_bad_run_arguments():
         lb.simulate(p, 5, seed=0, sampler="fast")
     with pytest.raises(ValueError, match="seed must be"):
         lb.simulate(p, 5, seed=-1)
+
+
+def test_one_step_overlaps_is_the_first_step_of_simulate():
+    from tsdyn import _seeds
+    p = lb.Params(d=32, mu=0.5, gamma0=0.3, target="he3", activation="he3", m0=0.3)
+    for sampler in ("full", "reduced"):
+        m = one_step_overlaps(p, 3, seed=5, sampler=sampler)
+        for i, child in enumerate(_seeds.children(_seeds.seed_sequence(5), 3)):
+            ds = lb.simulate(p, 1, seed=child, n_points=2, sampler=sampler)
+            np.testing.assert_array_equal(m[i], ds.M.values[-1])

@@ -222,3 +222,38 @@ def test_split_rule_two_relu_units_against_the_orthant_probability(q12):
     assert mom["r"] == 3
     assert mom["FF"][0, 1] == pytest.approx((np.pi - np.arccos(q12)) / (8 * np.pi), abs=1e-12)
     assert mom["FF"][0, 0] == pytest.approx(1 / 8, abs=1e-12)
+
+
+def test_time_regimes_of_the_time_batch_diagram():
+    # projected SGD: power law down to the plateau l/2 - 1 at the optimal batch d^(l/2)
+    assert theory.time_regime(3, 1.0) == (1.0, "power law")
+    assert theory.time_regime(3, 1.5) == (0.5, "plateau")
+    assert theory.time_regime(2, 3.0) == (0.0, "plateau")
+    # correlation loss / spherical: power law to mu = l - 1, polylog to mu = l, then one step
+    assert theory.time_regime(3, 1.0, "correlation") == (1.0, "power law")
+    assert theory.time_regime(3, 2.0, "spherical") == (0.0, "polylog")
+    assert theory.time_regime(3, 2.9, "correlation") == (0.0, "polylog")
+    assert theory.time_regime(3, 3.0, "correlation") == (0.0, "one step")
+    assert theory.time_regime(2, 1.0, "correlation") == (0.0, "polylog")
+    assert theory.expansion_validity_mu(3) == 2.0
+    with pytest.raises(ValueError):
+        theory.time_regime(3, 1.0, "adam")
+
+
+@pytest.mark.parametrize("ell, delta, gamma0, m0, variant", [(2, 0.5, 0.15, 128 ** -0.5, "projected"),
+                                                             (2, 0.5, 0.15, 128 ** -0.5, "spherical"),
+                                                             (3, 0.0, 0.3, 0.3, "projected")])
+def test_single_sample_step_mean_is_the_mean_of_one_sgd_step(ell, delta, gamma0, m0, variant):
+    """n_b = 1: the exact one-step mean against 3000 one-step SGD samples (within 3.5 s.e.; three
+    comparisons), where the expected map is off (He2: by ~12 s.e.; He3: by a factor ~50). The
+    quadrature has converged: 200 and 300 nodes per axis agree to a quarter of the s.e."""
+    from tsdyn.largebatch import experiments
+    r = experiments.one_step_point(seed=21, n_samples=3000, d=128 if ell == 2 else 64, ell=ell, mu=0.0, delta=delta,
+                                   gamma0=gamma0, n0=1.0, m0=m0, variant=variant)
+    assert abs(r["exact"] - r["sim"]) <= 3.5 * r["sim_se"]
+    assert abs(r["map"] - r["sim"]) > 5 * r["sim_se"]
+    p = experiments.one_step_params(d=128 if ell == 2 else 64, ell=ell, mu=0.0, delta=delta, gamma0=gamma0, n0=1.0,
+                                    m0=m0, variant=variant)
+    assert abs(theory.single_sample_step_mean(p, m0, n_zeta=300) - r["exact"]) <= 0.25 * r["sim_se"]
+    with pytest.raises(ValueError, match="n_b = 1"):
+        theory.single_sample_step_mean(lb.Params(d=64, mu=1.0), 0.1)

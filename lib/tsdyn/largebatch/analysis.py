@@ -183,3 +183,114 @@ def optimal_batch(n_b, samples, samples_se, *, factor=2.0):
     resolved = bool(ratio[i] + 2 * ratio_se[i] <= factor and np.isfinite(nxt) and nxt - 2 * nxt_se > factor)
     return {"n_b": float(n_b[i]), "index": i, "ratio": ratio, "ratio_se": ratio_se,
             "ratio_next": nxt, "resolved": resolved}
+
+
+# --- Hitting times: medians with censoring, bootstrap intervals, exponent fits on log-medians ---
+
+def _times(T, recovered):
+    """Hitting times as floats with the runs that did not finish (``recovered`` False) set to +inf."""
+    T = np.asarray(T, float)
+    rec = np.ones(T.shape, bool) if recovered is None else np.asarray(recovered, bool)
+    if rec.shape != T.shape:
+        raise ValueError(f"recovered {rec.shape} must have the shape of T {T.shape}")
+    if T.shape[-1] < 2:
+        raise ValueError(f"need at least 2 runs per point; got {T.shape[-1]}")
+    if not np.all(np.isfinite(T[rec]) & (T[rec] >= 0)):
+        raise ValueError("the hitting times of the finished runs must be finite and >= 0")
+    return np.where(rec, T, np.inf)
+
+
+def censored_median(T, recovered=None, *, budget=None):
+    """Median of hitting times when the runs that do not finish within the budget are censored.
+
+    A censored run is known only to take longer than the budget, so it is ranked above every
+    finished run (its time set to +inf). The median of the n runs is then defined exactly when more
+    than half of them finish (the middle order statistics are all finite). Otherwise only a lower
+    bound is known: the budget (or, without ``budget``, the largest finished time).
+
+    Parameters: ``T`` (..., runs) hitting times, ``recovered`` (..., runs) whether each run finished
+    (default: all did). Returns ``(median, lower_bound)``: arrays over the leading axes, with
+    ``lower_bound`` True where the median is only bounded from below by the value given.
+    """
+    x = _times(T, recovered)
+    med = np.median(x, axis=-1)
+    bound = ~np.isfinite(med)
+    if bound.any():
+        fin = np.where(np.isfinite(x), x, -np.inf).max(axis=-1)
+        med = np.where(bound, fin if budget is None else float(budget), med)
+    return med, bound
+
+
+def _boot_index(n, n_boot, rng):
+    return rng.integers(0, n, size=(n_boot, n))
+
+
+def median_interval(T, recovered=None, *, level=0.68, n_boot=2000, seed=0):
+    """Median of hitting times and its percentile-bootstrap interval (runs resampled with
+    replacement, censored runs ranked last as in :func:`censored_median`).
+
+    Returns a dict of arrays over the leading axes of ``T`` (..., runs): ``median`` (nan where not
+    more than half of the runs finished), ``lo`` / ``hi`` (the ``level`` central interval of the
+    bootstrap medians; ``hi`` is inf where in more than (1 - level)/2 of the resamples half of the
+    runs or more are censored), ``finished`` (fraction of runs that finished).
+    """
+    if not (0 < level < 1):
+        raise ValueError(f"level must be in (0, 1); got {level!r}")
+    if not (isinstance(n_boot, int) and n_boot >= 100):
+        raise ValueError(f"n_boot must be an integer >= 100; got {n_boot!r}")
+    x = _times(T, recovered)
+    lead, n = x.shape[:-1], x.shape[-1]
+    flat = x.reshape(-1, n)
+    rng = np.random.default_rng(seed)
+    idx = _boot_index(n, n_boot, rng)
+    med = np.median(flat, axis=-1)
+    boot = np.median(flat[:, idx], axis=-1)  # (points, n_boot)
+    q = (1 - level) / 2
+    with np.errstate(invalid="ignore"):
+        lo = np.quantile(boot, q, axis=-1, method="lower")
+        hi = np.quantile(boot, 1 - q, axis=-1, method="higher")
+    return {"median": np.where(np.isfinite(med), med, np.nan).reshape(lead),
+            "lo": lo.reshape(lead), "hi": hi.reshape(lead),
+            "finished": np.isfinite(flat).mean(axis=-1).reshape(lead)}
+
+
+def fit_theta_median(ds, T, recovered=None, *, ell, eta, n_boot=1000, seed=0):
+    """Exponent theta of the median hitting time, median T ~ d^theta (x ln(eta sqrt d) for ell = 2),
+    with a bootstrap standard error.
+
+    The line is fitted (unweighted least squares) to log median T, log-corrected as in
+    :func:`fit_theta`, against log d. Its error comes from the data, not from a model of them: the
+    runs of every size are resampled with replacement (independently per size), the medians and the
+    slope recomputed ``n_boot`` times, and ``slope_se`` is the standard deviation of those slopes,
+    combined in quadrature with the slope's error from rounding (hitting times are integers: a
+    median is known to half a step, +-0.5 / median in log). ``T`` and ``recovered`` are (n_d, runs);
+    every size needs more than half of its runs finished (else the median is only a lower bound and
+    the fit is refused with a ValueError).
+
+    Returns ``slope``, ``slope_se``, ``intercept``, ``median`` (per d), ``boot_slopes``.
+    """
+    ds = np.asarray(ds, float)
+    _validate.integer("ell", ell, low=2, doc="information exponent")
+    _validate.real("eta", eta, low=0.0, high=1.0, low_open=True, high_open=True, doc="weak-recovery threshold")
+    x = _times(T, recovered)
+    if x.ndim != 2 or x.shape[0] != ds.size or ds.size < 3:
+        raise ValueError(f"T must be (n_d, runs) with n_d = len(ds) >= 3; got {x.shape} for {ds.size} sizes")
+    med = np.median(x, axis=-1)
+    if not np.all(np.isfinite(med) & (med > 0)):
+        raise ValueError("at every d more than half of the runs must finish with T > 0 (median defined); "
+                         f"got medians {med}")
+    logd, corr = np.log(ds), _log_correction(ds, ell, eta)
+    f = fit_line(logd, np.log(med) - corr)
+    rng = np.random.default_rng(seed)
+    boot = np.empty((n_boot, ds.size))
+    for i in range(ds.size):
+        boot[:, i] = np.median(x[i][_boot_index(x.shape[1], n_boot, rng)], axis=-1)
+    ok = np.all(np.isfinite(boot) & (boot > 0), axis=1)
+    yb = np.log(boot[ok]) - corr
+    xc = logd - logd.mean()
+    slopes = (yb - yb.mean(axis=1, keepdims=True)) @ xc / (xc @ xc)
+    rounding = 0.5 / med
+    se_round = np.sqrt(np.sum((xc / (xc @ xc)) ** 2 * rounding ** 2))
+    se = float(np.sqrt(np.var(slopes, ddof=1) + se_round ** 2))
+    return {"slope": float(f["slope"]), "slope_se": se, "intercept": float(f["intercept"]), "median": med,
+            "boot_slopes": slopes, "boot_failed": int((~ok).sum())}

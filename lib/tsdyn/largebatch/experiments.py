@@ -85,16 +85,21 @@ def theory_phase_point(*, seed=None, d, ell, mu, delta, budget, variant="project
     return {"T": T, "recovers": bool(T <= budget)}
 
 
-def start_growth(*, d, ell, mu, delta, variant="projected", gamma0=0.1, n0=1.0):
+def start_growth(*, d, ell, mu, delta, variant="projected", gamma0=0.1, n0=1.0, exact_single=True):
     """m'/m0 - 1: the relative change of the typical start m0 = d^-1/2 in one step of the theory's
-    finite-d step map (positive: the drift beats the noise at the start)."""
+    finite-d step map (positive: the drift beats the noise at the start). With ``exact_single`` a
+    batch of one sample (n_b = 1) uses the exact one-step mean
+    (:func:`theory.single_sample_step_mean`) instead of the map, which overstates the noise's pull there."""
     import numpy as np
     p = scaling_params(d=d, ell=ell, mu=mu, delta=delta, variant=variant, gamma0=gamma0, n0=n0)
+    if exact_single and p.n_b == 1:
+        return theory.single_sample_step_mean(p, p.m0) / p.m0 - 1.0
     M, _ = theory.step_map(p, np.array([[p.m0]]), np.eye(1))
     return float(M[0, 0] / p.m0 - 1.0)
 
 
-def noise_boundary_delta(*, d, ell, mu, variant="projected", gamma0=0.1, n0=1.0, width=1.0, tol=1e-4):
+def noise_boundary_delta(*, d, ell, mu, variant="projected", gamma0=0.1, n0=1.0, width=1.0, tol=1e-4,
+                         exact_single=True):
     """The noise boundary at finite d, from the theory alone: the learning-rate exponent delta at
     which one step of the finite-d step map neither grows nor shrinks the typical start m0 = d^-1/2
     (:func:`start_growth` = 0), by bisection on [lo, hi]. Above it the drift wins.
@@ -103,11 +108,13 @@ def noise_boundary_delta(*, d, ell, mu, variant="projected", gamma0=0.1, n0=1.0,
     target and student, E[F^2] at m = 0), so the root is delta_c = l/2 - mu + ln(kappa) / ln d with
     kappa = gamma0 E[F^2] / (2 l n0): the asymptotic line plus an offset that falls like 1/ln d
     (chapter, Sec. 5). Returns -inf if the start grows at every delta in [lo, hi] (the giant-step
-    side, mu > l - 1, of the correlation loss and spherical SGD) and nan if it grows at none.
+    side, mu > l - 1, of the correlation loss and spherical SGD) and nan if it grows at none. With
+    ``exact_single`` (default) a batch of one sample uses the exact one-step mean (:func:`start_growth`).
     """
     lo, hi = ell / 2 - mu - width, ell / 2 - mu + width
     def g(de):
-        return start_growth(d=d, ell=ell, mu=mu, delta=de, variant=variant, gamma0=gamma0, n0=n0)
+        return start_growth(d=d, ell=ell, mu=mu, delta=de, variant=variant, gamma0=gamma0, n0=n0,
+                            exact_single=exact_single)
 
     g_lo, g_hi = g(lo), g(hi)
     if g_hi <= 0:
@@ -144,3 +151,46 @@ def giant_boundary_mu(*, d, ell, variant="correlation", n0=1.0):
     import numpy as np
     kappa = noise_kappa(ell=ell, variant=variant, gamma0=1.0, n0=1.0)  # E[F^2] / (2 l)
     return float(ell - 1 + np.log(2 * ell * kappa / (n0 * ell ** 2)) / np.log(d))
+
+
+def giant_steps_point(*, seed, d, ell, n0, max_steps=1000, sampler="reduced"):
+    """Number of giant steps (correlation loss, gamma = 1e8, batch n_b = n0 d^(l-1)) from
+    m0 = d^-1/2 to the weak-recovery threshold: one SGD run (dict of T and recovered)."""
+    p = giant_step_params(d=d, mu=float(ell - 1), ell=ell, n0=n0)
+    out = recovery_time(p, int(max_steps), seed=seed, sampler=sampler)
+    return {"T": out["T"], "recovered": out["recovered"]}
+
+
+def giant_steps_theory(*, d, ell, n0, max_steps=1000):
+    """The same number of giant steps from the theory's finite-d step map (deterministic)."""
+    p = giant_step_params(d=d, mu=float(ell - 1), ell=ell, n0=n0)
+    return theory.recovery_time(p, m0=p.m0, max_steps=max_steps)
+
+
+def one_step_params(*, d, ell, mu, delta, gamma0, n0, m0, variant="projected"):
+    """Params of a one-step check: He_ell target and student, batch n0 d^mu, gamma0 d^-delta, start m0."""
+    from dataclasses import replace
+    p = scaling_params(d=d, ell=ell, mu=mu, delta=delta, variant=variant, gamma0=gamma0, n0=n0)
+    return replace(p, m0=float(m0))
+
+
+def one_step_point(*, seed, n_samples, d, ell, mu, delta, gamma0, n0, m0, variant="projected",
+                   sampler="reduced"):
+    """The overlap after ONE SGD step from m0, sampled ``n_samples`` times (independent runs, seeds
+    derived from ``seed``), against the theory's expected one-step map at the same point.
+
+    Returns the SGD mean ``sim`` of m' and its standard error ``sim_se``, the map's m' (``map``:
+    finite-d terms and its fluctuation factor where the map switches it on), at n_b = 1 the exact
+    one-step mean ``exact`` (:func:`theory.single_sample_step_mean`; nan otherwise), and all as one-step
+    growth relative to the start, m'/m0 - 1 (``sim_growth``, ``sim_growth_se``, ``map_growth``,
+    ``exact_growth``)."""
+    import numpy as np
+
+    from .simulate import one_step_overlaps
+    p = one_step_params(d=d, ell=ell, mu=mu, delta=delta, gamma0=gamma0, n0=n0, m0=m0, variant=variant)
+    m = one_step_overlaps(p, int(n_samples), seed=seed, sampler=sampler)[:, 0, 0]
+    mp = float(theory.step_map(p, np.array([[p.m0]]), np.eye(1))[0][0, 0])
+    se = float(m.std(ddof=1) / np.sqrt(m.size))
+    exact = theory.single_sample_step_mean(p, p.m0) if (p.n_b == 1 and p.p == p.k == 1 and p.noise == 0) else np.nan
+    return {"sim": float(m.mean()), "sim_se": se, "map": mp, "exact": exact, "exact_growth": exact / p.m0 - 1, "sim_growth": float(m.mean()) / p.m0 - 1,
+            "sim_growth_se": se / p.m0, "map_growth": mp / p.m0 - 1, "n_b": float(p.n_b), "gamma": p.gamma}

@@ -234,3 +234,19 @@ def recovery_time(params, max_steps, *, seed, sampler="reduced"):
 def recovery_point(*, seed, max_steps, sampler="reduced", **params):
     """:func:`recovery_time` with the :class:`Params` fields as keywords (for :func:`tsdyn.sweep.run`)."""
     return recovery_time(Params(**params), max_steps, seed=seed, sampler=sampler)
+
+
+def one_step_overlaps(params, n_samples, *, seed, sampler="reduced"):
+    """Overlaps M = W W*^T after ONE SGD step of ``n_samples`` independent runs (child seeds
+    0..n_samples-1 of ``seed``), each started as :func:`simulate` starts it: the same chain as
+    ``simulate(params, 1, seed=child)`` without building a Dataset per run.
+
+    Returns an array (n_samples, p, k); a run that diverges in its step gives nan.
+    """
+    _validate.integer("n_samples", n_samples, low=2, doc="number of one-step samples")
+    out = np.full((n_samples, params.p, params.k), np.nan)
+    for i, child in enumerate(_seeds.children(_seeds.seed_sequence(seed), n_samples)):
+        run = _Runner(params, child, sampler, stop_at_recovery=False)
+        if run.advance(1) == 1:
+            out[i] = run.W @ run.Wstar.T
+    return out

@@ -591,3 +591,83 @@ def theta(ell, mu, variant="projected"):
 def best_delta(ell, mu, variant="projected"):
     """The learning-rate exponent delta that achieves :func:`theta`."""
     return theta(ell, mu, variant) - (ell - 2) / 2
+
+
+REGIMES = ("power law", "plateau", "polylog", "one step")
+
+
+def time_regime(ell, mu, variant="projected"):
+    """The regime of the weak-recovery time at the best learning rate (Arnaboldi et al. 2024,
+    time/batch-size phase diagram), as ``(theta, regime)`` with T ~ d^theta:
+
+    - projected SGD: ``"power law"`` theta = l - 1 - mu for mu < l/2, then the ``"plateau"``
+      theta = l/2 - 1 (delta = 0: a step of O(1) must stay local; larger batches are wasted);
+    - correlation loss and spherical SGD: ``"power law"`` theta = l - 1 - mu for mu < l - 1;
+      ``"polylog"`` for l - 1 <= mu < l (theta = 0 up to logarithms: at n_b ~ d^(l-1) a giant step
+      maps m = a d^-1/2 to about c a^(l-1) d^-1/2, so reaching m = O(1) takes ~ln d steps for l = 2
+      and ~ln ln d for l >= 3); ``"one step"`` for mu >= l (T = 1: a single giant step reaches
+      m = O(1) once n_b >~ d^l).
+    """
+    th = theta(ell, mu, variant)
+    if variant == "projected":
+        return th, ("power law" if mu < ell / 2 else "plateau")
+    if mu < ell - 1:
+        return th, "power law"
+    return th, ("polylog" if mu < ell else "one step")
+
+
+def expansion_validity_mu(ell):
+    """Batch exponent up to which the small-step expansion of the one-step map holds on the best
+    learning rate of the correlation loss and spherical SGD, delta = l/2 - mu: there the normaliser's
+    noise term is gamma^2 d / n_b = gamma0^2 / n0 d^(mu - l + 1), small iff mu < l - 1. Beyond it
+    (giant steps) the drift-plus-noise expansion, and with it the continuous-time description, fails;
+    projected SGD never gets there (delta >= 0 keeps gamma^2 d / n_b <= d^(1 - mu) for mu >= l / 2)."""
+    _check_ell_mu(ell, 0.0)
+    return float(ell - 1)
+
+
+def single_sample_step_mean(params, m, *, n_zeta=200, n_chi=40):
+    """Exact E[m'] after one step with a batch of ONE sample (n_b = 1; p = k = 1, no label noise),
+    projected or spherical SGD, from the overlap m.
+
+    With w = e1, w* = m e1 + s e2 (s = sqrt(1 - m^2)) and z = zeta1 e1 + zeta2 e2 + z_perp, the step is
+    w + gamma F z (spherical: without its e1 part), so with a = 1 + gamma F zeta1 (spherical: a = 1),
+    b = gamma F zeta2 and c^2 = gamma^2 F^2 X, X = |z_perp|^2 ~ chi^2_(d-2) independent of zeta,
+
+        m' = (m a + s b) / sqrt(a^2 + b^2 + c^2),   F = F(lambda = zeta1, nu = m zeta1 + s zeta2),
+
+    whose mean is a three-dimensional integral: Gauss-Hermite in zeta (n_zeta nodes per axis) and
+    generalised Gauss-Laguerre in X / 2 ~ Gamma((d - 2)/2) (n_chi nodes). Unlike :func:`step_map` it
+    averages the ratio itself, not numerator over the root of the mean normaliser, so it holds however
+    large the normaliser's batch-to-batch spread is; it is the small-batch end that the map misses.
+    """
+    from numpy.polynomial.hermite_e import hermegauss
+    from scipy.special import gammaln, roots_genlaguerre
+
+    if not (params.n_b == 1 and params.p == 1 and params.k == 1 and params.noise == 0):
+        raise ValueError(f"single_sample_step_mean needs n_b = 1, p = k = 1 and no label noise; got n_b = "
+                         f"{params.n_b}, p = {params.p}, k = {params.k}, noise = {params.noise}")
+    if params.algorithm not in ("projected", "spherical"):
+        raise ValueError(f"algorithm must be 'projected' or 'spherical'; got {params.algorithm!r}")
+    _validate.real("m", m, low=-1.0, high=1.0, doc="overlap")
+    x, wx = hermegauss(n_zeta)
+    wx = wx / np.sqrt(2 * np.pi)
+    z1, z2 = np.meshgrid(x, x, indexing="ij")
+    W = np.outer(wx, wx)
+    s = np.sqrt(1.0 - m * m)
+    lam, nu = z1.reshape(-1, 1), (m * z1 + s * z2).reshape(-1, 1)
+    act, tgt = params.activation_code, params.target_code
+    y = functions.numpy_target(tgt, nu)
+    if params.loss == "square":
+        y = y - functions.numpy_value(act, lam)[:, 0]
+    F = (y * functions.numpy_derivative(act, lam)[:, 0]).reshape(z1.shape)
+    g = params.gamma
+    kshape = (params.d - 2) / 2.0
+    yk, wk = roots_genlaguerre(n_chi, kshape - 1.0)
+    wk = wk * np.exp(-gammaln(kshape))  # E[h(X)] = sum wk h(2 yk)
+    a = np.ones_like(F) if params.algorithm == "spherical" else 1.0 + g * F * z1
+    b = g * F * z2
+    num = m * a + s * b
+    den2 = a * a + b * b
+    mp = num[..., None] / np.sqrt(den2[..., None] + (g * F)[..., None] ** 2 * (2.0 * yk))
+    return float(np.sum(W[..., None] * mp * wk))
