@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from tsdyn import stats
 from tsdyn.stats import batch_means, fit_line
 
 
@@ -82,3 +83,17 @@ def test_mixed_dof_quantile_reduces_to_equal_dof_one():
         assert max_abs_t_quantile_mixed([dof] * n, q=q) == pytest.approx(max_abs_t_quantile(n, dof, q), abs=1e-9)
     with pytest.raises(ValueError, match="dofs"):
         max_abs_t_quantile_mixed([])
+
+
+def test_bootstrap_median_ranks_censored_runs_last():
+    """Censored runs (inf) rank above every finite value: the median and the interval are
+    finite while more than half of the runs finish, and the upper end turns inf when the
+    resampled medians can land on a censored run."""
+    finished = np.arange(1.0, 31.0)
+    med, lo, hi = stats.bootstrap_median(np.r_[finished, [np.inf] * 10], level=0.68, seed=1)
+    assert np.isfinite(med) and lo <= med <= hi < np.inf
+    assert med == np.median(np.r_[finished, [1e9] * 10])  # same rank as a very long run
+    med, lo, hi = stats.bootstrap_median([[1.0, 2.0, np.inf, np.inf, np.inf]], seed=1)
+    assert med[0] == np.inf and hi[0] == np.inf and lo[0] <= 2.0
+    with pytest.raises(ValueError, match="level"):
+        stats.bootstrap_median([1.0, 2.0], level=1.5)

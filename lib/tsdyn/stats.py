@@ -5,6 +5,29 @@ import numpy as np
 from . import _validate
 
 
+def bootstrap_median(x, *, level=0.68, n_boot=2000, seed=0):
+    """Median over the last axis (runs) and its percentile-bootstrap interval.
+
+    ``x`` (..., runs) may hold +inf for censored runs (known only to exceed every finished
+    time): they rank above every finite value, and the interval is read from order
+    statistics of the bootstrap medians (no interpolation between a finite value and inf).
+    Returns ``(median, lo, hi)``, arrays over the leading axes; ``hi`` (and the median) is
+    inf where too many runs are censored.
+    """
+    _validate.real("level", level, low=0.0, high=1.0, low_open=True, high_open=True, doc="coverage")
+    _validate.integer("n_boot", n_boot, low=100, doc="bootstrap resamples")
+    x = np.asarray(x, float)
+    lead, n = x.shape[:-1], x.shape[-1]
+    flat = x.reshape(-1, n)
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    boot = np.median(flat[:, idx], axis=-1)  # (points, n_boot)
+    q = (1 - level) / 2
+    with np.errstate(invalid="ignore"):
+        lo = np.quantile(boot, q, axis=-1, method="lower")
+        hi = np.quantile(boot, 1 - q, axis=-1, method="higher")
+    return np.median(flat, axis=-1).reshape(lead), lo.reshape(lead), hi.reshape(lead)
+
+
 def fit_line(x, y, yerr=None):
     """Least-squares line y = a + b x, weighted by 1 / yerr^2 when errors are given.
 

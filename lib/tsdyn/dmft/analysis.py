@@ -6,7 +6,7 @@ import numpy as np
 import xarray as xr
 
 from .. import _seeds, _validate
-from ..stats import max_abs_t_quantile_mixed, rms_t_expected, welch_dof
+from ..stats import bootstrap_median, max_abs_t_quantile_mixed, rms_t_expected, welch_dof
 from .simulate import simulate
 
 VARIABLES = ("m", "C_diag", "eg", "train_loss", "train_acc", "train_energy")
@@ -361,9 +361,4 @@ def median_ci(x, *, q=0.95, n_boot=2000, seed=0):
     if x.ndim != 1 or x.size < 2:
         raise ValueError(f"x (independent values) must be a 1-d array of at least 2; got shape {x.shape}")
     _validate.real("q", q, low=0.0, high=1.0, low_open=True, high_open=True, doc="coverage")
-    rng = np.random.default_rng(seed)
-    boot = np.median(x[rng.integers(0, x.size, (n_boot, x.size))], axis=1)
-    # order statistics, not interpolation (censored runs are inf)
-    lo = np.quantile(boot, (1 - q) / 2, method="lower")
-    hi = np.quantile(boot, (1 + q) / 2, method="higher")
-    return float(np.median(x)), float(lo), float(hi)
+    return tuple(float(v) for v in bootstrap_median(x, level=q, n_boot=n_boot, seed=seed))

@@ -9,7 +9,7 @@ phase diagram (:func:`budget_delta`), the agreement of two phase diagrams
 import numpy as np
 
 from .. import _validate
-from ..stats import fit_line
+from ..stats import bootstrap_median, fit_line
 
 
 def _log_correction(ds, ell, eta):
@@ -234,24 +234,10 @@ def median_interval(T, recovered=None, *, level=0.68, n_boot=2000, seed=0):
     bootstrap medians; ``hi`` is inf where in more than (1 - level)/2 of the resamples half of the
     runs or more are censored), ``finished`` (fraction of runs that finished).
     """
-    if not (0 < level < 1):
-        raise ValueError(f"level must be in (0, 1); got {level!r}")
-    if not (isinstance(n_boot, int) and n_boot >= 100):
-        raise ValueError(f"n_boot must be an integer >= 100; got {n_boot!r}")
     x = _times(T, recovered)
-    lead, n = x.shape[:-1], x.shape[-1]
-    flat = x.reshape(-1, n)
-    rng = np.random.default_rng(seed)
-    idx = _boot_index(n, n_boot, rng)
-    med = np.median(flat, axis=-1)
-    boot = np.median(flat[:, idx], axis=-1)  # (points, n_boot)
-    q = (1 - level) / 2
-    with np.errstate(invalid="ignore"):
-        lo = np.quantile(boot, q, axis=-1, method="lower")
-        hi = np.quantile(boot, 1 - q, axis=-1, method="higher")
-    return {"median": np.where(np.isfinite(med), med, np.nan).reshape(lead),
-            "lo": lo.reshape(lead), "hi": hi.reshape(lead),
-            "finished": np.isfinite(flat).mean(axis=-1).reshape(lead)}
+    med, lo, hi = bootstrap_median(x, level=level, n_boot=n_boot, seed=seed)
+    return {"median": np.where(np.isfinite(med), med, np.nan), "lo": lo, "hi": hi,
+            "finished": np.isfinite(x).mean(axis=-1)}
 
 
 def fit_theta_median(ds, T, recovered=None, *, ell, eta, n_boot=1000, seed=0):
