@@ -11,7 +11,7 @@ import numpy as np
 
 from .._jit import njit, njit_reduce
 from ..activations import dg, g
-from ._kernels import DIVERGENCE_THRESHOLD
+from ._kernels import DIVERGENCE_THRESHOLD, second_layer_step
 
 
 @njit
@@ -189,11 +189,7 @@ def overlap_steps(X, S, LT, v, v_star, A, chi2, off, zeta, act, eta, eta_v, sigm
                     S[k, l] = acc
                     S[l, k] = acc
         if train_v:
-            for k in range(K):
-                grad = 0.0
-                for b in range(batch):
-                    grad += g(act, lam[k, b]) * delta[b]
-                v[k] -= eta_v / N * (grad / batch + kappa * v[k])
+            second_layer_step(v, lam, delta, act, eta_v, kappa, N, batch)
     return n_steps
 
 
