@@ -10,8 +10,8 @@ from ..activations import dg, g, i2, i3, i4, j2
 # A local field or error above this is treated as a blow-up of the run.
 DIVERGENCE_THRESHOLD = 1e12
 
-
-# From this batch size on, sgd_steps does the batch's products as BLAS matrix products.
+# From this batch size on, sgd_steps does the batch's products as BLAS matrix products
+# (K = M = 4, N = 784: BLAS/loop time 1.9 at B = 2, 1.0 at B = 4, 0.7 at B = 8 and 16).
 BLAS_BATCH = 8
 
 
