@@ -10,6 +10,25 @@ from ..activations import dg, g, i2, i3, i4, j2
 # A local field or error above this is treated as a blow-up of the run.
 DIVERGENCE_THRESHOLD = 1e12
 
+# From this batch size on, sgd_steps does the batch's products as BLAS matrix products
+# (K = M = 4, N = 784: BLAS/loop time 1.9 at B = 2, 1.0 at B = 4, 0.7 at B = 8 and 16).
+BLAS_BATCH = 8
+
+
+@njit
+def second_layer_step(v, lam, delta, act, eta_v, kappa, N, batch):
+    """Second-layer SGD step in place (Goldt et al. eq. 3), shared by both simulations:
+
+        v_k <- v_k - (eta_v / N) [(1/B) sum_b g(lambda_k^b) Delta^b + kappa v_k],
+
+    with lam (K, B) the students' local fields and delta (B,) the errors of the batch.
+    """
+    for k in range(v.shape[0]):
+        grad = 0.0
+        for b in range(batch):
+            grad += g(act, lam[k, b]) * delta[b]
+        v[k] -= eta_v / N * (grad / batch + kappa * v[k])
+
 
 @njit_reduce
 def sgd_steps(w, v, w_star, v_star, X, zeta, act, eta, eta_v, sigma, kappa, batch, train_v):
@@ -18,13 +37,25 @@ def sgd_steps(w, v, w_star, v_star, X, zeta, act, eta, eta_v, sigma, kappa, batc
     w (K, N) and v (K,) are updated in place. X (steps * batch, N) holds the
     inputs and zeta (steps * batch,) the label noise, drawn by the caller. Returns
     the number of steps completed: less than len(X) // batch if a step produced a
-    non-finite or huge error (the run diverged).
+    non-finite or huge error (the run diverged). Below ``BLAS_BATCH`` the work goes
+    to :func:`sgd_steps_loop` (dot products in the loop), from it on to
+    :func:`sgd_steps_blas` (the same algorithm with matrix products).
     """
+    if batch >= BLAS_BATCH:
+        return sgd_steps_blas(w, v, w_star, v_star, X, zeta, act, eta, eta_v, sigma, kappa,
+                              batch, train_v)
+    return sgd_steps_loop(w, v, w_star, v_star, X, zeta, act, eta, eta_v, sigma, kappa,
+                          batch, train_v)
+
+
+@njit_reduce
+def sgd_steps_loop(w, v, w_star, v_star, X, zeta, act, eta, eta_v, sigma, kappa, batch, train_v):
+    """:func:`sgd_steps` sample by sample: K + M dot products and K axpys per sample."""
     K, N = w.shape
     M = w_star.shape[0]
     n_steps = X.shape[0] // batch
     inv_sqrt_n = 1.0 / math.sqrt(N)
-    lam = np.empty((batch, K))
+    lam = np.empty((K, batch))
     delta = np.empty(batch)
     decay = 1.0 - eta * kappa / N
     for s in range(n_steps):
@@ -35,8 +66,8 @@ def sgd_steps(w, v, w_star, v_star, X, zeta, act, eta, eta_v, sigma, kappa, batc
                 acc = 0.0
                 for j in range(N):
                     acc += w[k, j] * x[j]
-                lam[b, k] = acc * inv_sqrt_n
-                err += v[k] * g(act, lam[b, k])
+                lam[k, b] = acc * inv_sqrt_n
+                err += v[k] * g(act, lam[k, b])
             for m in range(M):
                 acc = 0.0
                 for j in range(N):
@@ -50,17 +81,64 @@ def sgd_steps(w, v, w_star, v_star, X, zeta, act, eta, eta_v, sigma, kappa, batc
                 for j in range(N):
                     w[k, j] *= decay
             for b in range(batch):
-                coef = -eta * inv_sqrt_n * v[k] * dg(act, lam[b, k]) * delta[b] / batch
+                coef = -eta * inv_sqrt_n * v[k] * dg(act, lam[k, b]) * delta[b] / batch
                 x = X[s * batch + b]
                 for j in range(N):
                     w[k, j] += coef * x[j]
         if train_v:
-            for k in range(K):
-                grad = 0.0
-                for b in range(batch):
-                    grad += g(act, lam[b, k]) * delta[b]
-                v[k] -= eta_v / N * (grad / batch + kappa * v[k])
+            second_layer_step(v, lam, delta, act, eta_v, kappa, N, batch)
     return n_steps
+
+
+@njit_reduce
+def sgd_steps_blas(w, v, w_star, v_star, X, zeta, act, eta, eta_v, sigma, kappa, batch, train_v):
+    """:func:`sgd_steps` with the batch's products as BLAS matrix products.
+
+    Per step, the fields of the batch are one (B, N) x (N, K + M) product and the
+    first-layer update one (K, B) x (B, N) product, instead of B (K + M) dot products
+    and B K axpys: the same arithmetic up to the order of the sums (reassociation).
+    """
+    K, N = w.shape
+    M = w_star.shape[0]
+    n_steps = X.shape[0] // batch
+    inv_sqrt_n = 1.0 / math.sqrt(N)
+    W = np.empty((K + M, N))  # [w; w*]: one product gives all K + M fields
+    W[:K] = w
+    W[K:] = w_star
+    lam = np.empty((K, batch))
+    delta = np.empty(batch)
+    coef = np.empty((K, batch))
+    decay = 1.0 - eta * kappa / N
+    done = n_steps
+    for s in range(n_steps):
+        Xb = X[s * batch:(s + 1) * batch]
+        fields = np.dot(Xb, W.T)  # (B, K + M), not yet scaled by 1/sqrt N
+        diverged = False
+        for b in range(batch):
+            err = -sigma * zeta[s * batch + b]
+            for k in range(K):
+                lam[k, b] = fields[b, k] * inv_sqrt_n
+                err += v[k] * g(act, lam[k, b])
+            for m in range(M):
+                err -= v_star[m] * g(act, fields[b, K + m] * inv_sqrt_n)
+            if not abs(err) < DIVERGENCE_THRESHOLD:  # also catches nan
+                diverged = True
+                break
+            delta[b] = err
+        if diverged:
+            done = s
+            break
+        for b in range(batch):
+            for k in range(K):
+                coef[k, b] = -eta * inv_sqrt_n * v[k] * dg(act, lam[k, b]) * delta[b] / batch
+        step = np.dot(coef, Xb)  # (K, N): sum_b coef_kb x^b
+        for k in range(K):
+            for j in range(N):
+                W[k, j] = decay * W[k, j] + step[k, j]
+        if train_v:
+            second_layer_step(v, lam, delta, act, eta_v, kappa, N, batch)
+    w[:, :] = W[:K]
+    return done
 
 
 @njit

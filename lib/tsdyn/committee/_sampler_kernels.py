@@ -11,7 +11,7 @@ import numpy as np
 
 from .._jit import njit, njit_reduce
 from ..activations import dg, g
-from ._kernels import DIVERGENCE_THRESHOLD
+from ._kernels import DIVERGENCE_THRESHOLD, second_layer_step
 
 
 @njit
@@ -86,8 +86,21 @@ def overlap_steps(X, S, LT, v, v_star, A, chi2, off, zeta, act, eta, eta_v, sigm
     Wishart(N - K - M) if B <= K, else Y = F L_W with F F^T = c c^T and L_W the factor
     of a K x K Wishart(N - K - M). For B = 1 the last two terms are
     (|a_S|^2 + chi^2_{N-K-M}) c c^T. ``chi2`` (steps, r) and ``off`` (steps,
-    r (r - 1) / 2) feed the Bartlett factors, r = min(B, K).
+    r (r - 1) / 2) feed the Bartlett factors, r = min(B, K). Online SGD (B = 1) goes
+    to :func:`online_steps`, the same step written for one sample, mini-batches to
+    :func:`batch_steps`.
     """
+    if batch == 1:
+        return online_steps(X, S, LT, v, v_star, A, chi2, zeta, act, eta, eta_v, sigma, kappa, N,
+                            train_v)
+    return batch_steps(X, S, LT, v, v_star, A, chi2, off, zeta, act, eta, eta_v, sigma, kappa, N,
+                       batch, train_v)
+
+
+@njit_reduce
+def batch_steps(X, S, LT, v, v_star, A, chi2, off, zeta, act, eta, eta_v, sigma, kappa, N, batch,
+                train_v):
+    """:func:`overlap_steps` for any batch size B >= 1, sample by sample within a step."""
     K, M = X.shape
     n = K + M
     n_steps = A.shape[0]
@@ -135,65 +148,124 @@ def overlap_steps(X, S, LT, v, v_star, A, chi2, off, zeta, act, eta, eta_v, sigm
                 for b in range(batch):
                     acc += c[k, b] * a[b * n + m]
                 X[k, m] = acc
-        if batch == 1:
-            norm2 = chi2[s, 0]
+        # P = c A_S^T: the new directions' part inside the students' own block
+        for k in range(K):
             for j in range(K):
-                norm2 += a[M + j] * a[M + j]
+                acc = 0.0
+                for b in range(batch):
+                    acc += c[k, b] * a[b * n + M + j]
+                P[k, j] = acc
+        # the part orthogonal to the span: Y Y^T ~ c Wishart_B(N - n) c^T
+        bartlett(chi2[s], off[s], LW)
+        if batch <= K:
+            for k in range(K):
+                for j in range(r):
+                    acc = 0.0
+                    for b in range(j, r):
+                        acc += c[k, b] * LW[b, j]
+                    Y[k, j] = acc
+        else:
             for k in range(K):
                 for l in range(k + 1):
-                    val = (decay * decay * S[k, l] + decay * (c[k, 0] * mu[l, 0] + c[l, 0] * mu[k, 0])
-                           + norm2 * c[k, 0] * c[l, 0])
-                    S[k, l] = val
-                    S[l, k] = val
-        else:
-            # P = c A_S^T: the new directions' part inside the students' own block
-            for k in range(K):
-                for j in range(K):
                     acc = 0.0
                     for b in range(batch):
-                        acc += c[k, b] * a[b * n + M + j]
-                    P[k, j] = acc
-            # the part orthogonal to the span: Y Y^T ~ c Wishart_B(N - n) c^T
-            bartlett(chi2[s], off[s], LW)
-            if batch <= K:
-                for k in range(K):
-                    for j in range(r):
-                        acc = 0.0
-                        for b in range(j, r):
-                            acc += c[k, b] * LW[b, j]
-                        Y[k, j] = acc
-            else:
-                for k in range(K):
-                    for l in range(k + 1):
-                        acc = 0.0
-                        for b in range(batch):
-                            acc += c[k, b] * c[l, b]
-                        CC[k, l] = acc
-                        CC[l, k] = acc
-                chol_psd(CC, FS)
-                for k in range(K):
-                    for j in range(r):
-                        acc = 0.0
-                        for b in range(j, k + 1):
-                            acc += FS[k, b] * LW[b, j]
-                        Y[k, j] = acc
+                        acc += c[k, b] * c[l, b]
+                    CC[k, l] = acc
+                    CC[l, k] = acc
+            chol_psd(CC, FS)
             for k in range(K):
-                for l in range(k + 1):
-                    acc = decay * decay * S[k, l]
-                    for b in range(batch):
-                        acc += decay * (c[k, b] * mu[l, b] + c[l, b] * mu[k, b])
-                    for j in range(K):
-                        acc += P[k, j] * P[l, j]
-                    for j in range(r):
-                        acc += Y[k, j] * Y[l, j]
-                    S[k, l] = acc
-                    S[l, k] = acc
-        if train_v:
-            for k in range(K):
-                grad = 0.0
+                for j in range(r):
+                    acc = 0.0
+                    for b in range(j, k + 1):
+                        acc += FS[k, b] * LW[b, j]
+                    Y[k, j] = acc
+        for k in range(K):
+            for l in range(k + 1):
+                acc = decay * decay * S[k, l]
                 for b in range(batch):
-                    grad += g(act, lam[k, b]) * delta[b]
-                v[k] -= eta_v / N * (grad / batch + kappa * v[k])
+                    acc += decay * (c[k, b] * mu[l, b] + c[l, b] * mu[k, b])
+                for j in range(K):
+                    acc += P[k, j] * P[l, j]
+                for j in range(r):
+                    acc += Y[k, j] * Y[l, j]
+                S[k, l] = acc
+                S[l, k] = acc
+        if train_v:
+            second_layer_step(v, lam, delta, act, eta_v, kappa, N, batch)
+    return n_steps
+
+
+
+@njit_reduce
+def online_steps(X, S, LT, v, v_star, A, chi2, zeta, act, eta, eta_v, sigma, kappa, N, train_v):
+    """:func:`overlap_steps` for online SGD (B = 1), written for one sample.
+
+    With a = (a_T, a_S) = ``A[s]`` and mu = LS a_S, the orthogonal part X_perp X_perp^T is a
+    single chi^2_{N-K-M} (``chi2[s, 0]``), so S' = d^2 S + d (c mu^T + mu c^T) +
+    (|a_S|^2 + chi^2) c c^T. The teachers' part of the errors, -sigma zeta - sum_m
+    v*_m g(rho_m), does not depend on the state; it is computed for the whole block in a
+    first pass, which leaves the Cholesky factor, the K student fields and the updates on
+    the step-to-step chain. The Cholesky factor is that of :func:`chol_psd`, inlined.
+    """
+    K, M = X.shape
+    n_steps = A.shape[0]
+    LS = np.zeros((K, K))
+    lam = np.empty((K, 1))
+    mu = np.empty(K)
+    c = np.empty(K)
+    delta = np.empty(1)
+    teacher = np.empty(n_steps)
+    decay = 1.0 - eta * kappa / N
+    scale = -eta / N
+    for s in range(n_steps):
+        err = -sigma * zeta[s, 0]
+        for m in range(M):
+            acc = 0.0
+            for j in range(m + 1):
+                acc += LT[m, j] * A[s, j]
+            err -= v_star[m] * g(act, acc)
+        teacher[s] = err
+    for s in range(n_steps):
+        for j in range(K):  # LS LS^T = S; a pivot that is not positive gives a zero column
+            d = S[j, j]
+            for p in range(j):
+                d -= LS[j, p] * LS[j, p]
+            ljj = math.sqrt(d) if d > 0.0 else 0.0
+            inv = 1.0 / ljj if d > 0.0 else 0.0
+            LS[j, j] = ljj
+            for i in range(j + 1, K):
+                acc = S[i, j]
+                for p in range(j):
+                    acc -= LS[i, p] * LS[j, p]
+                LS[i, j] = acc * inv
+        err = teacher[s]
+        norm2 = chi2[s, 0]
+        for k in range(K):
+            acc = 0.0
+            for j in range(k + 1):
+                acc += LS[k, j] * A[s, M + j]
+            mu[k] = acc
+            norm2 += A[s, M + k] * A[s, M + k]
+            for m in range(M):
+                acc += X[k, m] * A[s, m]
+            lam[k, 0] = acc
+            err += v[k] * g(act, acc)
+        if not abs(err) < DIVERGENCE_THRESHOLD:  # also catches nan
+            return s
+        delta[0] = err
+        for k in range(K):
+            c[k] = scale * v[k] * dg(act, lam[k, 0]) * err
+        for k in range(K):
+            for m in range(M):
+                X[k, m] = decay * X[k, m] + c[k] * A[s, m]
+        for k in range(K):
+            for l in range(k + 1):
+                val = (decay * decay * S[k, l] + decay * (c[k] * mu[l] + c[l] * mu[k])
+                       + norm2 * c[k] * c[l])
+                S[k, l] = val
+                S[l, k] = val
+        if train_v:
+            second_layer_step(v, lam, delta, act, eta_v, kappa, N, 1)
     return n_steps
 
 
