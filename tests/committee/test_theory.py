@@ -101,3 +101,20 @@ def test_generalisation_error_matches_network_monte_carlo():
         sq = 0.5 * (apply(g, x @ w.T / np.sqrt(N)) @ v - apply(g, x @ ws.T / np.sqrt(N)) @ vs) ** 2
         # 5 standard errors of the Monte Carlo mean
         assert abs(exact - sq.mean()) < 5 * sq.std() / np.sqrt(len(sq)), g
+
+
+def test_ode_reports_eg_at_its_resolution():
+    """A noiseless K = M run converges to eps_g = 0; below atol the ODE's eps_g is
+    integration error (it can be negative) and is reported as the floor atol, so a log
+    plot keeps it. Above the floor the values are untouched (compared with floor 0)."""
+    p = committee.Params(N=100, M=2, K=2, eta=1.0)
+    kw = dict(**generic_start(2, 2, 1), n_points=60, spacing="log", atol=1e-10)
+    o = committee.ode(p, 3000.0, **kw)
+    raw = committee.ode(p, 3000.0, **kw, eg_floor=0.0)
+    assert o.attrs["eg_floor"] == 1e-10
+    assert np.all(o.eg.values >= 1e-10)
+    assert np.any(raw.eg.values < 1e-10)  # the run does reach the resolution
+    above = raw.eg.values >= 1e-10
+    np.testing.assert_array_equal(o.eg.values[above], raw.eg.values[above])
+    with pytest.raises(ValueError, match="eg_floor"):
+        committee.ode(p, 10.0, eg_floor=-1.0)
