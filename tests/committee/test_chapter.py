@@ -25,11 +25,16 @@ def test_chapter_agreement_figures(glued):
     assert g["fig2_linear_ode_vs_eq12"] < 1e-6
     # SGD vs the exact finite-N linear result: batch-means errors, 4 standard errors.
     assert g["fig2_linear_max_z_exact"] < 4
-    # ... while the N -> infinity eq. (12) is visibly off (the effect the text explains).
-    assert g["fig2_linear_sgd_vs_eq12"] > 0.02
-    # erf: SGD over the ODE in the same window; the finite-N excess of the same kind as
-    # the linear network's (6.5% there), amplified near K eta ~ 1.5: at most 25%.
-    assert g["fig2_erf_max_rel"] < 0.25
+    # erf at the paper's eta: the two successive late windows of each SGD run agree within
+    # the 95% level of the largest of len(Ls) batch-means |t| values (stationary) ...
+    assert g["fig2_erf_sgd_drift_z"] < g["fig2_erf_z_95"]
+    # ... and one run's window mean is within 10% of its ODE's: a run and its ODE can
+    # settle the superfluous units differently; over 8 further seeds at L = 3, N = 100
+    # the ratio SGD/ODE ranged from 0.99 to 1.10 (mean 1.011 +- 0.012).
+    assert g["fig2_erf_max_rel"] < 0.10
+    # Fig. 4: the SCM's excess of SGD over the ODE is the exact finite-N correction,
+    # within 3 standard errors of the paired differences.
+    assert g["fig4_scm_z_exact"] < 3
     # Eq. (15) is the O(eta) term: at eta = 0.02 the fixed point is within 15%.
     assert g["fig3_eq15_max_rel"] < 0.15
     # Mini-batch curves: within 3 relative standard errors of the mean plus 1/N bias.

@@ -84,7 +84,7 @@ def test_bad_run_arguments_raise():
         committee.simulate(p, 1.0, seed=-3)
     with pytest.raises(ValueError, match=r"n_points .* must be an integer >= 2"):
         committee.ode(p, 1.0, n_points=1)
-    with pytest.raises(ValueError, match=r"spacing must be 'linear' or 'log'"):
+    with pytest.raises(ValueError, match=r"spacing must be 'linear', 'log' or 'log\+linear'"):
         committee.ode(p, 1.0, spacing="cubic")
 
 

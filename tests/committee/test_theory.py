@@ -101,3 +101,33 @@ def test_generalisation_error_matches_network_monte_carlo():
         sq = 0.5 * (apply(g, x @ w.T / np.sqrt(N)) @ v - apply(g, x @ ws.T / np.sqrt(N)) @ vs) ** 2
         # 5 standard errors of the Monte Carlo mean
         assert abs(exact - sq.mean()) < 5 * sq.std() / np.sqrt(len(sq)), g
+
+
+def test_ode_reports_eg_at_its_resolution():
+    """A noiseless K = M run converges to eps_g = 0; below atol the ODE's eps_g is
+    integration error (it can be negative) and is reported as the floor atol, so a log
+    plot keeps it. Above the floor the values are untouched (compared with floor 0)."""
+    p = committee.Params(N=100, M=2, K=2, eta=1.0)
+    kw = dict(**generic_start(2, 2, 1), n_points=60, spacing="log", atol=1e-10)
+    o = committee.ode(p, 3000.0, **kw)
+    raw = committee.ode(p, 3000.0, **kw, eg_floor=0.0)
+    assert o.attrs["eg_floor"] == 1e-10
+    assert np.all(o.eg.values >= 1e-10)
+    assert np.any(raw.eg.values < 1e-10)  # the run does reach the resolution
+    above = raw.eg.values >= 1e-10
+    np.testing.assert_array_equal(o.eg.values[above], raw.eg.values[above])
+    with pytest.raises(ValueError, match="eg_floor"):
+        committee.ode(p, 10.0, eg_floor=-1.0)
+
+
+@pytest.mark.parametrize("K", [2, 5])
+def test_linear_ode_fixed_point_approaches_eq13(K):
+    """Eq. (13), eps_g* = eta sigma^2 K / 4, is the eta -> 0 limit of the linear ODE's
+    fixed point: fp / eq13 - 1 = K eta / (2 - K eta) exactly (eq. 12 over eq. 13), so the
+    excess is linear in eta with slope K / 2; only the solver's rtol (1e-13 relative
+    to eps_g* ~ 1e-7, i.e. ~1e-6) is left."""
+    for eta in (0.01, 0.02):
+        p = committee.Params(N=100, M=2, K=K, eta=eta, sigma=0.01, g="linear")
+        fp = committee.fixed_point(p, **generic_start(K, 2, K))
+        excess = float(fp.eg[0]) / committee.eg_star_linear_scm_small_eta(p) - 1
+        assert excess == pytest.approx(K * eta / (2 - K * eta), rel=1e-4)

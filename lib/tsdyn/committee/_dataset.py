@@ -8,13 +8,22 @@ from . import _kernels
 
 
 def times(t_max, n_points, spacing):
-    """Recording times in steps/N: ``n_points`` values from 0 to ``t_max``."""
+    """Recording times in steps/N: ``n_points`` values from 0 to ``t_max``.
+
+    ``spacing``: "linear" (evenly spaced), "log" (0, then log-spaced from
+    min(0.01, t_max / 10)), or "log+linear": the union of a log grid and a linear
+    grid of ``n_points // 2`` points each (about ``n_points`` in all), for a run drawn
+    on a log time axis whose late part is also averaged over evenly spaced times.
+    """
     if spacing == "linear":
         return np.linspace(0.0, t_max, n_points)
     if spacing == "log":
         first = min(1e-2, t_max / 10.0)
         return np.concatenate([[0.0], np.geomspace(first, t_max, n_points - 1)])
-    raise ValueError(f"spacing must be 'linear' or 'log'; got {spacing!r}")
+    if spacing == "log+linear":
+        half = max(n_points // 2, 2)
+        return np.union1d(times(t_max, half, "log"), times(t_max, half, "linear"))
+    raise ValueError(f"spacing must be 'linear', 'log' or 'log+linear'; got {spacing!r}")
 
 
 def overlaps_dataset(params, t, R, Q, v, T, *, t_diverged, kind, attrs=None):

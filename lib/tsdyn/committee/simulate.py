@@ -52,8 +52,9 @@ def simulate(params, t_max, *, seed, n_points=200, spacing="linear", method="net
         results, independent of ``n_points``.
     n_points : int
         Number of recording times (rounded to whole steps, duplicates dropped).
-    spacing : {"linear", "log"}
-        Recording times evenly spaced in t, or log-spaced after t = 0.
+    spacing : {"linear", "log", "log+linear"}
+        Recording times evenly spaced in t, log-spaced after t = 0, or the union of
+        both (see :func:`tsdyn.committee._dataset.times`).
     method : {"network", "overlaps"}
         "network" trains the N-dimensional weights (the ground truth); "overlaps"
         draws the same process exactly in law on the overlaps at a cost per step

@@ -97,7 +97,8 @@ def rhs(params, T):
 
 
 def ode(params, t_max=None, *, Q0=None, R0=None, T=None, v0=None, init=None,
-        n_points=200, spacing="linear", t_eval=None, rtol=1e-8, atol=1e-10, method="LSODA"):
+        n_points=200, spacing="linear", t_eval=None, rtol=1e-8, atol=1e-10, method="LSODA",
+        eg_floor=None):
     """Integrate the order-parameter ODEs (Goldt et al. eq. 9; Saad & Solla 1995).
 
     All averages are closed-form for erf and linear networks; for ReLU the I4
@@ -133,12 +134,23 @@ def ode(params, t_max=None, *, Q0=None, R0=None, T=None, v0=None, init=None,
         Time axis when neither ``t_eval`` nor ``init`` gives one.
     rtol, atol, method :
         Passed to ``scipy.integrate.solve_ivp``.
+    eg_floor : float, optional
+        Resolution of the reported eps_g (default: ``atol``). eps_g is a sum of O(1)
+        terms evaluated on overlaps that are accurate to about ``atol``, so a value
+        below ``atol`` is integration error, not dynamics, and can even be negative
+        (-4.4e-11 at atol 1e-10 late in a noiseless run). Such values are reported as
+        ``eg_floor``, recorded in ``attrs["eg_floor"]``: on a log scale the curve then
+        flattens at the resolution instead of vanishing. Lower ``atol`` to resolve
+        smaller errors.
 
     Returns
     -------
     xarray.Dataset
         The same variables as :func:`simulate`: eg, Q, R, v, T, diverged, t_diverged.
     """
+    if eg_floor is None:
+        eg_floor = atol
+    _validate.real("eg_floor", eg_floor, low=0.0, doc="resolution of the reported eps_g")
     check_params(params)
     Q0, R0, T, v0 = _initial_state(params, Q0, R0, T, v0, init)
     if t_eval is None and init is not None:
@@ -164,8 +176,11 @@ def ode(params, t_max=None, *, Q0=None, R0=None, T=None, v0=None, init=None,
     if sol.status == -1:
         raise RuntimeError(f"ODE integration failed: {sol.message}")
     R, Q, v = (np.stack(a) for a in zip(*(_unpack(params, y) for y in Y)))
-    return overlaps_dataset(params, t_eval, R, Q, v, T, t_diverged=t_diverged, kind="ode",
-                            attrs={"rtol": rtol, "atol": atol, "n_rhs": int(sol.nfev)})
+    ds = overlaps_dataset(params, t_eval, R, Q, v, T, t_diverged=t_diverged, kind="ode",
+                          attrs={"rtol": rtol, "atol": atol, "n_rhs": int(sol.nfev),
+                                 "eg_floor": eg_floor})
+    ds["eg"].values[:] = np.where(ds.eg.values < eg_floor, eg_floor, ds.eg.values)  # keeps NaN
+    return ds
 
 
 def fixed_point(params, *, Q0=None, R0=None, T=None, v0=None, init=None, tol=1e-15,
