@@ -36,11 +36,12 @@ def recovery_scaling_point(*, seed, d, ell, mu, max_steps, variant="projected", 
 
 
 def theory_recovery_time(*, d, ell, mu, variant="projected", gamma0=0.1, n0=1.0, eta=0.5, delta=None,
-                         m0_scale=1.0, max_steps=10 ** 9):
-    """The deterministic dynamics' weak-recovery time for the same Params (inf if never)."""
+                         m0_scale=1.0, max_steps=10 ** 9, fractional=False):
+    """The deterministic dynamics' weak-recovery time for the same Params (inf if never);
+    ``fractional``: the crossing interpolated between steps (:func:`theory.recovery_time`)."""
     p = scaling_params(d=d, ell=ell, mu=mu, variant=variant, gamma0=gamma0, n0=n0, eta=eta,
                        delta=delta, m0_scale=m0_scale)
-    return theory.recovery_time(p, m0=p.m0, max_steps=max_steps)
+    return theory.recovery_time(p, m0=p.m0, max_steps=max_steps, fractional=fractional)
 
 
 def giant_step_params(*, d, mu, ell=2, n0=1.0, gamma0=1e8):
