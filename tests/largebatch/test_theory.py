@@ -257,3 +257,17 @@ def test_single_sample_step_mean_is_the_mean_of_one_sgd_step(ell, delta, gamma0,
     assert abs(theory.single_sample_step_mean(p, m0, n_zeta=300) - r["exact"]) <= 0.25 * r["sim_se"]
     with pytest.raises(ValueError, match="n_b = 1"):
         theory.single_sample_step_mean(lb.Params(d=64, mu=1.0), 0.1)
+
+
+def test_fractional_recovery_time_lies_between_the_steps_around_the_crossing():
+    """The interpolated crossing lies in (T - 1, T] of the whole-step time, and it removes the integer
+    jumps: over d = 1024..65536 at l = 2, mu = 1.25 (T ~ 10-15 steps), its local exponents vary smoothly
+    (successive differences below 0.02, against up to 0.1 for whole steps)."""
+    from tsdyn.largebatch import analysis, experiments
+    ds = [1024, 2048, 4096, 8192, 16384, 32768, 65536]
+    kw = dict(ell=2, mu=1.25, gamma0=0.15, n0=1.0, eta=0.5)
+    T = np.array([experiments.theory_recovery_time(d=d, **kw) for d in ds])
+    Tf = np.array([experiments.theory_recovery_time(d=d, fractional=True, **kw) for d in ds])
+    assert np.all((Tf > T - 1) & (Tf <= T))
+    loc_f = analysis.local_theta(ds, Tf, ell=2, eta=0.5)[1]
+    assert np.max(np.abs(np.diff(loc_f))) < 0.02

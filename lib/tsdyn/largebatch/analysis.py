@@ -280,3 +280,52 @@ def fit_theta_median(ds, T, recovered=None, *, ell, eta, n_boot=1000, seed=0):
     se = float(np.sqrt(np.var(slopes, ddof=1) + se_round ** 2))
     return {"slope": float(f["slope"]), "slope_se": se, "intercept": float(f["intercept"]), "median": med,
             "boot_slopes": slopes, "boot_failed": int((~ok).sum())}
+
+
+def fit_min_samples(ds, n_b, T, recovered=None, *, ell, eta, n_boot=1000, seed=0):
+    """Exponent of the smallest sample complexity over a grid of batches,
+    N*(d) = min over mu of n_b(mu, d) x median T(mu, d), fitted as N* ~ d^s (x ln(eta sqrt d) for
+    ell = 2, divided out as in :func:`fit_theta`), with a bootstrap standard error.
+
+    Arnaboldi et al. (2024), "time/complexity trade-off": at the best learning rate, projected SGD
+    needs n_b T ~ d^(l-1) samples for every n_b <= d^(l/2) (the plateau) and more beyond, so the
+    smallest N over the batches tends to d^(l-1). ``n_b`` is (n_mu, n_d) (the batch of every grid
+    point), ``T`` and ``recovered`` are (n_mu, n_d, runs). The slope is the unweighted least-squares
+    line through log N*(d) against log d; its error is the standard deviation of the slopes over
+    ``n_boot`` resamples of the runs (independently per (mu, d), the minimum over mu retaken in every
+    resample). The minimum of noisy medians is biased low where several batches share the plateau;
+    the bias is a fraction of the bootstrap spread of one median and nearly the same at every d, so it
+    moves the intercept, not the slope, to that order.
+
+    Returns ``slope``, ``slope_se``, ``N`` (N* per d), ``lo`` / ``hi`` (the 68% central interval of the
+    bootstrap N* per d), ``argmin`` (index of the batch attaining it per d), ``boot_slopes``.
+    """
+    ds = np.asarray(ds, float)
+    nb = np.asarray(n_b, float)
+    _validate.integer("ell", ell, low=2, doc="information exponent")
+    _validate.real("eta", eta, low=0.0, high=1.0, low_open=True, high_open=True, doc="weak-recovery threshold")
+    x = _times(T, recovered)
+    if x.ndim != 3 or x.shape[:2] != nb.shape or nb.shape[1] != ds.size or ds.size < 3:
+        raise ValueError(f"T must be (n_mu, n_d, runs) and n_b (n_mu, n_d) with n_d = len(ds) >= 3; got "
+                         f"T {x.shape}, n_b {nb.shape}, {ds.size} sizes")
+    if not np.all(np.isfinite(nb) & (nb >= 1)):
+        raise ValueError(f"n_b must be finite and >= 1; got {nb!r}")
+    med = np.median(x, axis=-1)
+    if not np.all(np.isfinite(med) & (med > 0)):
+        raise ValueError("at every (mu, d) more than half of the runs must finish with T > 0 (median defined)")
+    N = nb * med
+    logd, corr = np.log(ds), _log_correction(ds, ell, eta)
+    f = fit_line(logd, np.log(N.min(axis=0)) - corr)
+    rng = np.random.default_rng(seed)
+    boot = np.empty((n_boot,) + nb.shape)
+    for i in range(nb.shape[0]):
+        for j in range(nb.shape[1]):
+            boot[:, i, j] = np.median(x[i, j][_boot_index(x.shape[-1], n_boot, rng)], axis=-1)
+    Nb = (boot * nb).min(axis=1)
+    ok = np.all(np.isfinite(Nb), axis=1)
+    yb = np.log(Nb[ok]) - corr
+    xc = logd - logd.mean()
+    slopes = (yb - yb.mean(axis=1, keepdims=True)) @ xc / (xc @ xc)
+    lo, hi = np.percentile(Nb[ok], [16, 84], axis=0)
+    return {"slope": float(f["slope"]), "slope_se": float(np.std(slopes, ddof=1)), "N": N.min(axis=0),
+            "lo": lo, "hi": hi, "argmin": N.argmin(axis=0), "boot_slopes": slopes}

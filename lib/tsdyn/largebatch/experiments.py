@@ -36,11 +36,12 @@ def recovery_scaling_point(*, seed, d, ell, mu, max_steps, variant="projected", 
 
 
 def theory_recovery_time(*, d, ell, mu, variant="projected", gamma0=0.1, n0=1.0, eta=0.5, delta=None,
-                         m0_scale=1.0, max_steps=10 ** 9):
-    """The deterministic dynamics' weak-recovery time for the same Params (inf if never)."""
+                         m0_scale=1.0, max_steps=10 ** 9, fractional=False):
+    """The deterministic dynamics' weak-recovery time for the same Params (inf if never);
+    ``fractional``: the crossing interpolated between steps (:func:`theory.recovery_time`)."""
     p = scaling_params(d=d, ell=ell, mu=mu, variant=variant, gamma0=gamma0, n0=n0, eta=eta,
                        delta=delta, m0_scale=m0_scale)
-    return theory.recovery_time(p, m0=p.m0, max_steps=max_steps)
+    return theory.recovery_time(p, m0=p.m0, max_steps=max_steps, fractional=fractional)
 
 
 def giant_step_params(*, d, mu, ell=2, n0=1.0, gamma0=1e8):
@@ -194,3 +195,30 @@ def one_step_point(*, seed, n_samples, d, ell, mu, delta, gamma0, n0, m0, varian
     exact = theory.single_sample_step_mean(p, p.m0) if (p.n_b == 1 and p.p == p.k == 1 and p.noise == 0) else np.nan
     return {"sim": float(m.mean()), "sim_se": se, "map": mp, "exact": exact, "exact_growth": exact / p.m0 - 1, "sim_growth": float(m.mean()) / p.m0 - 1,
             "sim_growth_se": se / p.m0, "map_growth": mp / p.m0 - 1, "n_b": float(p.n_b), "gamma": p.gamma}
+
+
+
+def one_step_root(*, seed, n_samples, d, ell, mu, variant="projected", gamma0=0.1, n0=1.0, sampler="reduced",
+                  h=0.01):
+    """One-step SGD measured at the theory's noise boundary of one batch exponent.
+
+    Theory: the finite-d step map's root ``root_map`` in delta (:func:`noise_boundary_delta`, with the
+    exact one-step mean at n_b = 1), where the map leaves the typical start m0 = d^-1/2 unchanged, and
+    the map's slope there, ``slope`` = d(m'/m0 - 1)/d delta (central difference of step h).
+    Measurement: the mean one-step growth m'/m0 - 1 of ``n_samples`` SGD steps from m0 at that delta
+    (:func:`one_step_point`), ``growth`` and its standard error ``growth_se``: zero within the error
+    where the map's boundary is right. To first order the boundary of the SGD mean then lies at
+    root_map - growth / slope (``shift`` = -growth / slope, ``shift_se`` = growth_se / slope: the map
+    converts a measured growth into a distance in delta, nothing is fitted). nan where the map has no
+    root in its bracket."""
+    import numpy as np
+    root = noise_boundary_delta(d=d, ell=ell, mu=mu, variant=variant, gamma0=gamma0, n0=n0)
+    out = dict(root_map=float(root), n_b=float(scaling_params(d=d, ell=ell, mu=mu, n0=n0).n_b))
+    if not np.isfinite(root):
+        return {**out, **dict.fromkeys(("slope", "growth", "growth_se", "shift", "shift_se"), np.nan)}
+    kw = dict(d=d, ell=ell, mu=mu, variant=variant, gamma0=gamma0, n0=n0)
+    slope = (start_growth(delta=root + h, **kw) - start_growth(delta=root - h, **kw)) / (2 * h)
+    r = one_step_point(seed=seed, n_samples=n_samples, delta=root, m0=d ** -0.5, sampler=sampler, **kw)
+    g, se = r["sim_growth"], r["sim_growth_se"]
+    return {**out, "slope": float(slope), "growth": g, "growth_se": se, "shift": float(-g / slope),
+            "shift_se": float(se / slope)}

@@ -510,7 +510,7 @@ def dynamics(params, steps, *, M0=None, Q0=None, init=None, n_points=100, spacin
     )
 
 
-def recovery_time(params, *, m0=None, max_steps=10 ** 9, finite_d=True):
+def recovery_time(params, *, m0=None, max_steps=10 ** 9, finite_d=True, fractional=False):
     """Weak-recovery time of the deterministic dynamics started at overlap m0 (default d^-1/2).
 
     Single-index, single-unit case (p = k = 1): the typical initial overlap of a
@@ -519,6 +519,9 @@ def recovery_time(params, *, m0=None, max_steps=10 ** 9, finite_d=True):
     iterated, since its steps need not be small; longer runs integrate the ODE.
     Returns inf if |m| never reaches eta within ``max_steps``; the iteration also
     stops, with inf, once |m| has fallen below m0 / 1000 (the noise has won).
+    The iterated map's time is a whole number of steps, as SGD's; with ``fractional`` the crossing of
+    eta is placed between the two steps around it by linear interpolation in ln|m| (a time that
+    varies smoothly with d, for local exponents read off few-step times).
     """
     if params.p != 1 or params.k != 1:
         raise ValueError("recovery_time (theory) is for p = k = 1")
@@ -532,8 +535,11 @@ def recovery_time(params, *, m0=None, max_steps=10 ** 9, finite_d=True):
         max_steps = int(2 * T) + 10
     M, Q = np.array([[m0]]), np.eye(1)
     for step in range(1, int(max_steps) + 1):
+        prev = abs(M[0, 0])
         M, Q = step_map(params, M, Q, finite_d=finite_d)
         if abs(M[0, 0]) >= params.eta:
+            if fractional and abs(M[0, 0]) > prev > 0:
+                return float(step - 1 + np.log(params.eta / prev) / np.log(abs(M[0, 0]) / prev))
             return float(step)
         if abs(M[0, 0]) < 1e-3 * abs(m0) or not np.isfinite(M[0, 0]):
             return np.inf
