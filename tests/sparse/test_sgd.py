@@ -100,3 +100,10 @@ def test_bad_step_count_names_steps():
     p = sparse.SGDParams(N=8, d=2, m=4, lr=0.1)
     with pytest.raises(ValueError, match=r"steps \(SGD steps\) must be an integer >= 1; got 0"):
         sparse.sgd(p, 0, seed=0)
+
+
+def test_effective_time():
+    assert sparse.effective_time(100, 0.1, 16) == pytest.approx(160.0)
+    assert sparse.effective_time(100, 0.1, 16, "mean") == pytest.approx(10.0)
+    with pytest.raises(ValueError, match=r"reduction must be one of \('sum', 'mean'\); got 'max'"):
+        sparse.effective_time(1, 0.1, 1, "max")

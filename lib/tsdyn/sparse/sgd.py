@@ -88,3 +88,17 @@ def sgd(params, steps, *, seed, n_points=30, spacing="log"):
                "tsdyn_version": __version__, "seed_entropy": str(ss.entropy),
                "seed_spawn_key": str(ss.spawn_key)},
     )
+
+
+def effective_time(t, lr, m, reduction="sum"):
+    """SGD time in units of one step of the mean per-sample gradient: lr m t for the
+    summed mini-batch loss, lr t for the averaged one.
+
+    Eq. (5) with the loss of eq. (2) summed over the mini-batch moves W by lr times m
+    times the mean per-sample gradient, so when the mini-batch noise is small the
+    validation loss depends on (lr, m, t) only through this product (gradient flow).
+    """
+    if reduction not in ("sum", "mean"):
+        raise ValueError(f"reduction must be one of ('sum', 'mean'); got {reduction!r}")
+    t = np.asarray(t, float)
+    return lr * t * (m if reduction == "sum" else 1)
