@@ -70,6 +70,17 @@ def test_mismatched_and_one_matrix(glued):
 
 
 @pytest.mark.slow
+def test_sgd_mini_batch_enters_through_the_summed_loss(glued):
+    g = glued
+    # Averaged mini-batch loss: the final losses at the different m agree within their
+    # errors (max pairwise z over the m of the curves, each with its own seeds; below 3.5
+    # for at most 6 pairs of independent means: a chance of a few per thousand).
+    assert g["sgd_mean_z"] < 3.5
+    # Summed loss (eq. 2 as written): the final loss depends on m, far outside the errors.
+    assert g["sgd_sum_z"] > 10
+
+
+@pytest.mark.slow
 def test_paper_cost_is_measured(glued):
     g = glued
     # The fitted cost model (fixed cost + cost per unit of work) reproduces every timed

@@ -52,7 +52,7 @@ def test_chapter_runs_count_every_run_of_the_quick_preset():
     n_erf = sum(len(cost.erf_batch_sizes(N, d, cfg["erf_ratios"])) for N in cfg["erf_Ns"] for d in cfg["erf_ds"])
     assert n["figs_6_7"] == n_erf * cfg["erf_seeds"]
     seeds = cfg.get("sgd_seeds", 1)
-    assert n["fig_8"] == (len(cfg["sgd_ms"]) + len(cfg["sgd_lrs"]) * len(cfg["sgd_phase_ms"])) * seeds
+    assert n["fig_8"] == (2 * len(cfg["sgd_ms"]) + len(cfg["sgd_lrs"]) * len(cfg["sgd_phase_ms"])) * seeds
     points = cost.timing_points(cfg)
     assert set(points) == {"two_matrix", "one_matrix", "sgd"}
 

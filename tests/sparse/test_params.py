@@ -42,6 +42,8 @@ def test_one_matrix_student_must_know_the_support():
     ("reduction", "max", r"reduction must be one of \('sum', 'mean'\); got 'max'"),
     ("w_init_high", -1.0, r"w_init_high \(upper end of the initial weights\) must be a finite number in \[0.0"),
     ("n_val", 0, r"n_val \(validation samples\)"),
+    ("d_s", 0, r"d_s \(d in the student's 1/sqrt\(d\)\) must be an integer >= 1; got 0"),
+    ("d_s", 17, r"d_s \(d in the student's 1/sqrt\(d\)\) must be <= N = 16; got 17"),
 ])
 def test_bad_sgd_parameter_raises(field, value, message):
     with pytest.raises(ValueError, match=message):

@@ -50,6 +50,27 @@ def test_same_seed_gives_bit_identical_runs():
     assert a.t.attrs["units"] == "SGD steps" and a.attrs["lr"] == 0.1
 
 
+def test_student_normalisation_d_s():
+    """d_s sets the student's 1/sqrt(d_s) and nothing else: the recorded validation loss
+    at t = 0 is the reference eq. (8) loss of the initial W (drawn on the run's own
+    stream) with d_s in place of the teacher's d (1e-12: the same sums, reordered);
+    d_s = d is the default run, bit for bit."""
+    from tsdyn.sparse import _seeds
+
+    N, d = 12, 2
+    base = dict(N=N, d=d, m=4, lr=0.1, n_val=64)
+    ds = sparse.sgd(sparse.SGDParams(**base, d_s=N), 3, seed=7, n_points=2)
+    ss = _seeds.seed_sequence(7)
+    W0 = _seeds.rng(ss, "dense_init").uniform(0.0, 1.0, (N, N))
+    X = _seeds.rng(ss, "validation").standard_normal((64, N)).T
+    T = ds.teacher.values.astype(float)
+    ref = 0.5 * np.mean((output_one_matrix(W0, X, N) - output_one_matrix(T, X, d)) ** 2)
+    np.testing.assert_allclose(ds.val_mse.values[0], ref, rtol=1e-12)
+    a = sparse.sgd(sparse.SGDParams(**base), 50, seed=7, n_points=2)
+    b = sparse.sgd(sparse.SGDParams(**base, d_s=d), 50, seed=7, n_points=2)
+    np.testing.assert_array_equal(a.W.values, b.W.values)
+
+
 def test_same_teacher_as_the_greedy_one_matrix_model():
     ds = sparse.sgd(sparse.SGDParams(N=16, d=2, m=2, lr=0.1), 2, seed=5, n_points=2)
     g = sparse.greedy(sparse.Params(N=16, d=2, m=2, model="one_matrix"), 1, seed=5, n_points=2)
@@ -79,3 +100,10 @@ def test_bad_step_count_names_steps():
     p = sparse.SGDParams(N=8, d=2, m=4, lr=0.1)
     with pytest.raises(ValueError, match=r"steps \(SGD steps\) must be an integer >= 1; got 0"):
         sparse.sgd(p, 0, seed=0)
+
+
+def test_effective_time():
+    assert sparse.effective_time(100, 0.1, 16) == pytest.approx(160.0)
+    assert sparse.effective_time(100, 0.1, 16, "mean") == pytest.approx(10.0)
+    with pytest.raises(ValueError, match=r"reduction must be one of \('sum', 'mean'\); got 'max'"):
+        sparse.effective_time(1, 0.1, 1, "max")

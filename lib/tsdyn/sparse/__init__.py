@@ -21,7 +21,7 @@ from .graph import regular_bipartite
 from .greedy import greedy, record_sweeps
 from .networks import draw_networks
 from .params import Params, SGDParams
-from .sgd import sgd
+from .sgd import effective_time, sgd
 from .theory import counting_m_c, random_student_hamming
 
 __all__ = [
@@ -30,5 +30,5 @@ __all__ = [
     "greedy_point", "sgd_point", "counting_m_c", "random_student_hamming", "success_interval",
     "mean_se", "gap_fraction", "near_transition", "max_pairwise_z", "bootstrap", "width_floor",
     "erf_batch_sizes", "cost", "resolved_minimum", "compatible_with_zero", "first_zero",
-    "paper_critical_batch",
+    "paper_critical_batch", "effective_time",
 ]

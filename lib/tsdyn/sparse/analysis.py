@@ -189,6 +189,20 @@ def crossing(m, fraction, level=0.5):
     return float(np.exp(x0 + (level - f0) / (f1 - f0) * (x1 - x0)))
 
 
+def _bootstrap_spread(boot):
+    """Spread of bootstrap estimates over the resamples with a finite estimate.
+
+    Returns (standard deviation, 16% quantile, 84% quantile, fraction of resamples
+    with a finite estimate); the first three are NaN when fewer than two are finite.
+    """
+    boot = np.asarray(boot, float)
+    finite = boot[np.isfinite(boot)]
+    if len(finite) < 2:
+        return np.nan, np.nan, np.nan, len(finite) / len(boot)
+    lo, hi = np.quantile(finite, [0.16, 0.84])
+    return float(finite.std(ddof=1)), float(lo), float(hi), len(finite) / len(boot)
+
+
 def critical_batch(m, success, *, n_boot=1000, seed=0, level=0.5):
     """Critical mini-batch size: where the success fraction crosses ``level`` (1/2).
 
@@ -228,19 +242,14 @@ def critical_batch(m, success, *, n_boot=1000, seed=0, level=0.5):
     _validate.integer("n_boot", n_boot, low=2, doc="bootstrap resamples")
     m_c = crossing(m, success.mean(1), level)
     boot = bootstrap(success, lambda f: crossing(m, f, level), n_boot=n_boot, seed=seed)
-    finite = boot[np.isfinite(boot)]
-    if len(finite) >= 2:
-        se = float(finite.std(ddof=1))
-        lo, hi = np.quantile(finite, [0.16, 0.84])
-    else:
-        se, lo, hi = np.nan, np.nan, np.nan
+    se, lo, hi, frac = _bootstrap_spread(boot)
     grid = np.nan
     if np.isfinite(m_c):
         k = int(np.searchsorted(m, m_c))
         k = min(max(k, 1), len(m) - 1)
         grid = float(m_c * np.log(m[k] / m[k - 1]) / np.sqrt(12))
-    return {"m_c": m_c, "m_c_se": se, "m_c_lo": float(lo), "m_c_hi": float(hi),
-            "finite_fraction": len(finite) / n_boot, "m_c_grid": grid,
+    return {"m_c": m_c, "m_c_se": se, "m_c_lo": lo, "m_c_hi": hi,
+            "finite_fraction": frac, "m_c_grid": grid,
             "m_c_err": float(np.nanmax([se, grid])) if np.isfinite(m_c) else np.nan}
 
 
@@ -364,19 +373,14 @@ def paper_critical_batch(m, values, *, z=1.0, n_boot=1000, seed=0):
     runs = v.shape[1]
     pick = rng.integers(runs, size=(n_boot, len(m), runs))
     boot = np.array([first_zero(m, np.take_along_axis(v, p, axis=1), z) for p in pick])
-    finite = boot[np.isfinite(boot)]
-    if len(finite) >= 2:
-        se = float(finite.std(ddof=1))
-        lo, hi = np.quantile(finite, [0.16, 0.84])
-    else:
-        se, lo, hi = np.nan, np.nan, np.nan
+    se, lo, hi, frac = _bootstrap_spread(boot)
     m_prev, grid = np.nan, np.nan
     if np.isfinite(m_c):
         k = int(np.searchsorted(m, m_c))
         if k > 0:
             m_prev = float(m[k - 1])
             grid = float(m_c * np.log(m_c / m_prev) / np.sqrt(12))
-    return {"m_c": m_c, "m_c_se": se, "m_c_lo": float(lo), "m_c_hi": float(hi), "m_prev": m_prev,
-            "finite_fraction": len(finite) / n_boot, "m_c_grid": grid,
+    return {"m_c": m_c, "m_c_se": se, "m_c_lo": lo, "m_c_hi": hi, "m_prev": m_prev,
+            "finite_fraction": frac, "m_c_grid": grid,
             "m_c_err": float(np.nanmax([se, grid])) if np.isfinite(m_c) and np.isfinite([se, grid]).any()
             else np.nan}

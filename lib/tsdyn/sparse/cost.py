@@ -102,7 +102,8 @@ def chapter_runs(cfg):
                                          cfg["erf_seeds"]))
     seeds = cfg.get("sgd_seeds", 1)
     for m in cfg["sgd_ms"]:
-        runs["fig_8"].append(("sgd", dict(N=cfg["sgd_N"], d=cfg["sgd_d"], m=m), cfg["sgd_steps"], seeds))
+        # each m runs twice: summed and averaged mini-batch loss
+        runs["fig_8"].append(("sgd", dict(N=cfg["sgd_N"], d=cfg["sgd_d"], m=m), cfg["sgd_steps"], 2 * seeds))
     for _lr in cfg["sgd_lrs"]:
         for m in cfg["sgd_phase_ms"]:
             runs["fig_8"].append(("sgd", dict(N=cfg.get("sgd_phase_N", cfg["sgd_N"]), d=cfg["sgd_d"], m=m),

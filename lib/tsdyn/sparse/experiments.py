@@ -21,8 +21,8 @@ def greedy_point(*, seed, N, d, m, sweeps, model="two_matrix", d_s=None, a=0.1, 
     return ds[list(_TRAJECTORIES)]
 
 
-def sgd_point(*, seed, N, d, m, lr, steps, reduction="sum", n_val=1024, n_points=12):
+def sgd_point(*, seed, N, d, m, lr, steps, reduction="sum", d_s=None, n_val=1024, n_points=12):
     """:func:`sgd` with the :class:`SGDParams` fields as keywords; validation loss over t."""
-    p = SGDParams(N=N, d=d, m=m, lr=lr, reduction=reduction, n_val=n_val)
+    p = SGDParams(N=N, d=d, m=m, lr=lr, reduction=reduction, d_s=d_s, n_val=n_val)
     ds = sgd(p, steps, seed=seed, n_points=n_points)
     return ds[["val_loss", "val_mse", "diverged"]]

@@ -97,6 +97,8 @@ class SGDParams:
     uniformly in [w_init_low, w_init_high] ([0, 1] in the paper). Each step draws
     m fresh samples and moves W <- W - lr grad L, with L the loss of eq. (2) summed
     over the mini-batch (``reduction="sum"``, as written in eq. 2) or averaged.
+    ``d_s`` is the d of the student's 1/sqrt(d) (eq. 8): None keeps the teacher's d;
+    the caption of the paper's Fig. 8 gives the dense student d_s = N.
     """
 
     N: int  # inputs = hidden units
@@ -104,6 +106,7 @@ class SGDParams:
     m: int  # mini-batch size
     lr: float  # learning rate lambda
     reduction: str = "sum"  # mini-batch loss: "sum" (eq. 2) or "mean" over the m samples
+    d_s: int | None = None  # d in the student's 1/sqrt(d) (None: the teacher's d)
     w_init_low: float = 0.0  # student weights start uniform in [w_init_low, w_init_high]
     w_init_high: float = 1.0
     n_val: int = 1024  # validation samples
@@ -118,10 +121,20 @@ class SGDParams:
         _validate.real("lr", self.lr, low=0.0, low_open=True, doc="learning rate")
         if self.reduction not in REDUCTIONS:
             raise ValueError(f"reduction must be one of {REDUCTIONS}; got {self.reduction!r}")
+        if self.d_s is not None:
+            _validate.integer("d_s", self.d_s, low=1, doc="d in the student's 1/sqrt(d)")
+            if self.d_s > self.N:
+                raise ValueError(f"d_s (d in the student's 1/sqrt(d)) must be <= N = {self.N}; "
+                                 f"got {self.d_s}")
         _validate.real("w_init_low", self.w_init_low, doc="lower end of the initial weights")
         _validate.real("w_init_high", self.w_init_high, low=self.w_init_low,
                        doc="upper end of the initial weights")
         _validate.integer("n_val", self.n_val, low=1, doc="validation samples")
+
+    @property
+    def student_scale(self):
+        """The student's 1/sqrt(d_s) (the teacher's 1/sqrt(d) when d_s is None)."""
+        return 1.0 / float(self.d if self.d_s is None else self.d_s) ** 0.5
 
     def attrs(self):
         """The parameters as flat, netCDF-safe attributes."""

@@ -19,7 +19,8 @@ def sgd(params, steps, *, seed, n_points=30, spacing="log"):
     Teacher: eq. (7), y = (1/N) sum_r phi((W*^T x)_r / sqrt d), phi(t) = erf(t / sqrt 2),
     W* with d non-zeros +-1 per row and column (the same teacher as
     :func:`greedy` with ``model="one_matrix"`` and the same seed). Student: the same
-    form with a dense real W, initialised uniformly in [w_init_low, w_init_high].
+    form with a dense real W, initialised uniformly in [w_init_low, w_init_high], and
+    1/sqrt(d_s) in place of the teacher's 1/sqrt(d) when ``params.d_s`` is set.
     Each step draws m fresh samples and applies W <- W - lr grad L (eq. 5), with L
     the mini-batch loss of eq. (2) (summed, or averaged with ``reduction="mean"``).
 
@@ -48,7 +49,7 @@ def sgd(params, steps, *, seed, n_points=30, spacing="log"):
     N, m, d = params.N, params.m, params.d
     teacher = draw_networks(Params(N=N, d=d, m=1, model="one_matrix"), seed=ss).teacher_in
     t_idx, t_w = compact(teacher.T, teacher.T != 0)
-    scale = 1.0 / np.sqrt(d)
+    scale, s_scale = 1.0 / np.sqrt(d), params.student_scale
     W = _seeds.rng(ss, "dense_init").uniform(params.w_init_low, params.w_init_high, (N, N))
     X_val = _seeds.rng(ss, "validation").standard_normal((params.n_val, N))
     Y_val = np.empty(params.n_val)
@@ -64,13 +65,13 @@ def sgd(params, steps, *, seed, n_points=30, spacing="log"):
             X = rng_x.standard_normal((n * m, N))
             Y = np.empty(n * m)
             _kernels.teacher1_outputs(t_idx, t_w, X, scale, Y)
-            k = _kernels.sgd_steps(W, X, Y, m, params.lr, scale, params.reduction == "mean")
+            k = _kernels.sgd_steps(W, X, Y, m, params.lr, s_scale, params.reduction == "mean")
             done += k
             if k < n:
                 t_div = float(done + 1)
         if np.isfinite(t_div):
             break
-        mse[r] = _kernels.dense_loss(W, X_val, Y_val, scale)
+        mse[r] = _kernels.dense_loss(W, X_val, Y_val, s_scale)
     return xr.Dataset(
         {
             "val_loss": ("t", 2.0 * mse / y2, {"long_name": "validation mean squared error / "
@@ -87,3 +88,17 @@ def sgd(params, steps, *, seed, n_points=30, spacing="log"):
                "tsdyn_version": __version__, "seed_entropy": str(ss.entropy),
                "seed_spawn_key": str(ss.spawn_key)},
     )
+
+
+def effective_time(t, lr, m, reduction="sum"):
+    """SGD time in units of one step of the mean per-sample gradient: lr m t for the
+    summed mini-batch loss, lr t for the averaged one.
+
+    Eq. (5) with the loss of eq. (2) summed over the mini-batch moves W by lr times m
+    times the mean per-sample gradient, so when the mini-batch noise is small the
+    validation loss depends on (lr, m, t) only through this product (gradient flow).
+    """
+    if reduction not in ("sum", "mean"):
+        raise ValueError(f"reduction must be one of ('sum', 'mean'); got {reduction!r}")
+    t = np.asarray(t, float)
+    return lr * t * (m if reduction == "sum" else 1)
