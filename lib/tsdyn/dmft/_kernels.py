@@ -1,8 +1,7 @@
 """Numba kernels of the dmft package: arithmetic only (no checks, no RNG state).
 
 Simulation: :func:`batch_chain`, :func:`sgd_steps`. DMFT: :func:`iteration` (effective
-samples drawn chunk by chunk and run one by one in closed form through the linear part
-of the process, :func:`causal_operators`), :func:`bulk_response`.
+samples drawn, integrated and reduced chunk by chunk), :func:`bulk_response`.
 """
 
 import math
@@ -15,7 +14,8 @@ from numba import prange
 from .._jit import njit, njit_reduce
 from .._linalg import cholesky_shifted  # noqa: F401  (used by solve through _kernels)
 from ._rng import _GAMMA, _MASK8, _ONE, _S8, ZIG_X, _mix, _to_unit, normal, uniform
-from .model import TEACHER, THREE_CLUSTER, TWO_CLUSTER, loss_derivatives, loss_terms
+from .model import (TEACHER, THREE_CLUSTER, TWO_CLUSTER, is_correct, loss_derivatives,
+                    loss_terms)
 
 
 # ------------------------------------------------------------------ batch chain
@@ -236,141 +236,232 @@ def sandwich(R, M):
 
 
 @njit_reduce
-def causal_operators(lamhat, MR, Lc, dt, lam, R, P, Q):
-    """The linear part of the effective process, once per iteration (O(n_t^3)).
-
-    Writes the bulk response R (strictly lower, the recursion of :func:`bulk_response`,
-    advanced a row at a time), the propagator P of theta(0), and Q = dt R Lc, the
-    response of theta to the white normals z of the noise xi = Lc z (Q strictly lower).
-    The effective process of :func:`_sample_path` is linear in theta with these
-    coefficients: with the forcing F_j = dt xi_j - dt sqrt(Delta) s_j Lambda'_j,
-        theta_k = P_k theta(0) + sum_{j<k} R_kj F_j
-                = P_k theta(0) + (Q z)_k - dt sqrt(Delta) sum_{j<k} R_kj s_j Lambda'_j,
-    the solution of theta_{k+1} = (1 - dt(lam + lamhat_k)) theta_k + dt^2 sum_{i<k}
-    MR[k, i] theta_i + F_k (derivation E6, Sec. 7) by superposition.
-    """
-    n_t = lamhat.shape[0]
-    for k in range(n_t):
-        for j in range(n_t):
-            R[k, j] = 0.0
-            Q[k, j] = 0.0
-    P[0] = 1.0
-    for k in range(n_t - 1):
-        f = 1.0 - dt * (lam + lamhat[k])
-        mem = 0.0
-        for i in range(k):
-            mem += MR[k, i] * P[i]
-        P[k + 1] = f * P[k] + dt * dt * mem
-        # R[k+1, j] = f R[k, j] + dt^2 sum_i MR[k, i] R[i, j] (R[i, j] = 0 for i <= j)
-        for j in range(k):
-            R[k + 1, j] = f * R[k, j]
-        for i in range(1, k):
-            w = dt * dt * MR[k, i]
-            for j in range(i):
-                R[k + 1, j] += w * R[i, j]
-        R[k + 1, k] = 1.0
-    for k in range(1, n_t):
-        for j in range(k):
-            w = dt * R[k, j]
-            if w != 0.0:
-                for l in range(j + 1):
-                    Q[k, l] += w * Lc[j, l]
+def _accumulate(dst, drow, X, w, scale, i_lo, i_hi, n):
+    """dst[drow, :n] += scale sum_{i_lo <= i < i_hi} w[i] X[i, :n] (four rows at a time)."""
+    i = i_lo
+    while i + 4 <= i_hi:
+        w0, w1, w2, w3 = scale * w[i], scale * w[i + 1], scale * w[i + 2], scale * w[i + 3]
+        for q in range(n):
+            dst[drow, q] += w0 * X[i, q] + w1 * X[i + 1, q] + w2 * X[i + 2, q] + w3 * X[i + 3, q]
+        i += 4
+    while i < i_hi:
+        wi = scale * w[i]
+        for q in range(n):
+            dst[drow, q] += wi * X[i, q]
+        i += 1
 
 
 @njit_reduce
-def _sample_path(full, s, z, cq, yq, h0q, th0q, m, R, P, Q, sD, dt, loss, model, L, B, F, a2,
-                 MC_sum, l2_sum, loss_sum, acc_sum, proj, r2_sum):
-    """One effective sample through the process, in closed form (:func:`causal_operators`).
+def _accumulate4(dst, o0, W, w0, scale, X, i_lo, i_hi, n):
+    """dst[o0 + m, :n] += scale sum_{i_lo <= i < i_hi} W[w0 + m, i] X[i, :n], m = 0..3.
 
-    s (n_t,) its batch path, z (n_t,) its white normals. theta_k = P_k theta(0) +
-    sum_{l<k} (Q[k, l] z_l - dt sqrt(Delta) R[k, l] F_l) with the force F = s Lambda'
-    (zero out of the batch) is evaluated at the sample's in-batch steps only, the only
-    ones at which it enters the kernels, unless ``full``: then r, the loss and the
-    correctness are computed at every step (the final pass). r^2 (for divergence
-    detection) is summed at the steps evaluated. Accumulates, at in-batch k: Lambda''_k,
-    Lambda'_k (c + sqrt(Delta) h0), and M_C[k, :k+1] += Lambda'_k F[:k+1]. Writes the
-    in-batch steps to B[:nb], their Lambda'' to a2[:nb] and F; returns nb.
+    Four output rows against four input rows at a time: each loaded element of X serves
+    four outputs (register blocking, as in a matrix product), which halves the memory
+    traffic per multiply-add of four separate :func:`_accumulate` calls.
     """
-    n_t = m.shape[0]
-    ne, nb = 0, 0
-    for k in range(n_t):  # the steps to evaluate, without a branch per step
-        F[k] = 0.0
-        B[ne] = k
-        ne += 1 if full else s[k]
-    x0 = cq + sD * h0q
-    g = dt * sD
-    for e in range(ne):
-        k = B[e]
-        acc = 0.0
-        for l in range(k):
-            acc += Q[k, l] * z[l] - g * R[k, l] * F[l]
-        mk = m[k]
-        r = cq * mk + sD * (mk * h0q + P[k] * th0q + acc)
+    i = i_lo
+    while i + 4 <= i_hi:
+        a0, a1, a2, a3 = (scale * W[w0, i], scale * W[w0, i + 1], scale * W[w0, i + 2],
+                          scale * W[w0, i + 3])
+        b0, b1, b2, b3 = (scale * W[w0 + 1, i], scale * W[w0 + 1, i + 1], scale * W[w0 + 1, i + 2],
+                          scale * W[w0 + 1, i + 3])
+        c0, c1, c2, c3 = (scale * W[w0 + 2, i], scale * W[w0 + 2, i + 1], scale * W[w0 + 2, i + 2],
+                          scale * W[w0 + 2, i + 3])
+        d0, d1, d2, d3 = (scale * W[w0 + 3, i], scale * W[w0 + 3, i + 1], scale * W[w0 + 3, i + 2],
+                          scale * W[w0 + 3, i + 3])
+        for q in range(n):
+            x0, x1, x2, x3 = X[i, q], X[i + 1, q], X[i + 2, q], X[i + 3, q]
+            dst[o0, q] += a0 * x0 + a1 * x1 + a2 * x2 + a3 * x3
+            dst[o0 + 1, q] += b0 * x0 + b1 * x1 + b2 * x2 + b3 * x3
+            dst[o0 + 2, q] += c0 * x0 + c1 * x1 + c2 * x2 + c3 * x3
+            dst[o0 + 3, q] += d0 * x0 + d1 * x1 + d2 * x2 + d3 * x3
+        i += 4
+    while i < i_hi:
+        a0, b0, c0, d0 = (scale * W[w0, i], scale * W[w0 + 1, i], scale * W[w0 + 2, i],
+                          scale * W[w0 + 3, i])
+        for q in range(n):
+            x0 = X[i, q]
+            dst[o0, q] += a0 * x0
+            dst[o0 + 1, q] += b0 * x0
+            dst[o0 + 2, q] += c0 * x0
+            dst[o0 + 3, q] += d0 * x0
+        i += 1
+
+
+@njit_reduce
+def _causal_bulk(dst, r0, nb, W, wshift, scale, X, i_lo, i_hi, n):
+    """dst[r, :n] = scale sum_{i_lo <= i < i_hi} W[r + wshift, i] X[i, :n] for the nb <= 4
+    rows r = r0 .. r0+nb-1 (the part of a causal sum that all rows of a block share)."""
+    for r in range(r0, r0 + nb):
+        for q in range(n):
+            dst[r, q] = 0.0
+    if nb == 4:
+        _accumulate4(dst, r0, W, r0 + wshift, scale, X, i_lo, i_hi, n)
+    else:
+        for r in range(r0, r0 + nb):
+            _accumulate(dst, r, X, W[r + wshift], scale, i_lo, i_hi, n)
+
+
+@njit_reduce
+def _lower_matmul(Lc, Z, XI, nc):
+    """XI[:, :nc] = Lc Z[:, :nc] for lower-triangular Lc, in blocks of four rows."""
+    n_t = Lc.shape[0]
+    for r0 in range(0, n_t, 4):
+        nb = min(4, n_t - r0)
+        _causal_bulk(XI, r0, nb, Lc, 0, 1.0, Z, 0, r0 + 1, nc)
+        for r in range(r0 + 1, r0 + nb):
+            _accumulate(XI, r, Z, Lc[r], 1.0, r0 + 1, r + 1, nc)
+
+
+@njit_reduce
+def _pointwise(k, nc, c, y, h0, theta, S, m, sD, loss, model, L, want_loss, A1, A2, l2_sum,
+               loss_sum, acc_sum, proj, r2_sum):
+    """Lambda', Lambda'' of the chunk's samples at step k, and the sums over samples."""
+    mk = m[k]
+    for q in range(nc):
+        r = c[q] * mk + sD * (mk * h0[q] + theta[k, q])
         r2_sum[k] += r * r
-        d1, d2 = 0.0, 0.0
-        if full:
-            val, d1, d2, ok = loss_terms(loss, model, yq, r, L)
+        if want_loss:
+            val, d1, d2, ok = loss_terms(loss, model, y[q], r, L)
             loss_sum[k] += val
-            acc_sum[k] += ok
         else:
-            d1, d2 = loss_derivatives(loss, model, yq, r, L)
-        if s[k] != 0:
-            F[k] = d1
-            B[nb], a2[nb] = k, d2  # nb <= e: overwrites only entries already used
-            nb += 1
+            ok = is_correct(model, y[q], r, L)
+            d1, d2 = 0.0, 0.0
+            if S[k, q] != 0:
+                d1, d2 = loss_derivatives(loss, model, y[q], r, L)
+        acc_sum[k] += ok
+        if S[k, q] != 0:
+            A1[k, q], A2[k, q] = d1, d2
             l2_sum[k] += d2
-            proj[k] += d1 * x0
-            for l in range(k + 1):
-                MC_sum[k, l] += d1 * F[l]
-    return nb
+            proj[k] += d1 * (c[q] + sD * h0[q])
+        else:
+            A1[k, q], A2[k, q] = 0.0, 0.0
 
 
 @njit_reduce
-def _sample_response(nb, B, a2, R, dt, Delta, X, out):
-    """out[k, j] += Lambda''_k chi_kj Lambda''_j over the sample's in-batch steps j < k (E8-E10).
+def _process_chunk(nc, c, y, h0, theta, S, XI, m, lamhat, MR, dt, lam, Delta, loss, model, L,
+                   want_loss, A1, A2, l2_sum, loss_sum, acc_sum, proj, r2_sum):
+    """Integrate the chunk's effective samples (time-major arrays, derivation E6, Sec. 7).
 
-    chi, the linear response of theta to a force impulse at step j, obeys the bulk
-    recursion of R plus the sample's own term -dt Delta s_k Lambda''_k chi_kj, so by
-    superposition (a Dyson equation) chi_kj = R_kj + sum_{j<l<k} R_kl g_l chi_lj with
-    g_l = -dt Delta s_l Lambda''_l, which vanishes out of the batch: restricted to the
-    nb in-batch steps it is one forward substitution, X[a, b] = chi_{B_a, B_b},
-        X[a, :a] = R[B_a, B[:a]] + sum_{b<c<a} R[B_a, B_c] g_c X[c, :c],
-    O(nb^3/6) instead of propagating chi through every step, O(nb n_t^2/6).
-    X is an (n_t, n_t) buffer.
+    theta_{k+1} = (1 - dt(lam + lamhat_k)) theta_k - dt sqrt(Delta) s_k Lambda'_k
+                  + dt^2 sum_{i<k} MR[k, i] theta_i + dt xi_k,
+    r_k = c m_k + sqrt(Delta)(m_k h0 + theta_k); theta[0] holds theta(0) on entry.
+    A1 = s Lambda', A2 = s Lambda'' are written; the sums over samples (Lambda'' and
+    Lambda' (c + sqrt(Delta) h0) in the batch, correctness, r^2 to detect divergence, and
+    the loss value if ``want_loss``) are accumulated. Lambda', Lambda'' are evaluated only
+    for samples in the batch: the others contribute nothing to the kernels.
+    Rows are advanced in blocks of four: the memory terms over the rows before a block
+    are added for the whole block at once (:func:`_causal_bulk`), the rest row by row.
     """
-    for a in range(1, nb):
-        ka = B[a]
-        for b in range(a):
-            X[a, b] = R[ka, B[b]]
-        for c in range(1, a):
-            w = -dt * Delta * a2[c] * R[ka, B[c]]
-            for b in range(c):
-                X[a, b] += w * X[c, b]
-        ga = a2[a]
-        for b in range(a):
-            out[ka, B[b]] += ga * X[a, b] * a2[b]
+    n_t = S.shape[0]
+    sD = math.sqrt(Delta)
+    _pointwise(0, nc, c, y, h0, theta, S, m, sD, loss, model, L, want_loss, A1, A2, l2_sum,
+               loss_sum, acc_sum, proj, r2_sum)
+    for r0 in range(1, n_t, 4):
+        nb = min(4, n_t - r0)
+        # rows r = k + 1 of the block: memory over i <= r0 - 2 (final rows) for all of them
+        _causal_bulk(theta, r0, nb, MR, -1, dt * dt, theta, 0, max(r0 - 1, 0), nc)
+        for r in range(r0, r0 + nb):
+            k = r - 1
+            _accumulate(theta, r, theta, MR[k], dt * dt, max(r0 - 1, 0), k, nc)
+            f = 1.0 - dt * (lam + lamhat[k])
+            for q in range(nc):
+                theta[r, q] += f * theta[k, q] - dt * sD * A1[k, q] + dt * XI[k, q]
+            _pointwise(r, nc, c, y, h0, theta, S, m, sD, loss, model, L, want_loss, A1, A2,
+                       l2_sum, loss_sum, acc_sum, proj, r2_sum)
 
 
-def workspace(n_t, chunk, groups=None):
+@njit_reduce
+def _outer_lower(A1, nc, out):
+    """out[k, l] += sum_q A1[k, q] A1[l, q] for l <= k (four l at a time)."""
+    n_t = A1.shape[0]
+    for k in range(n_t):
+        l = 0
+        while l + 4 <= k + 1:
+            s0 = s1 = s2 = s3 = 0.0
+            for q in range(nc):
+                x = A1[k, q]
+                s0 += x * A1[l, q]
+                s1 += x * A1[l + 1, q]
+                s2 += x * A1[l + 2, q]
+                s3 += x * A1[l + 3, q]
+            out[k, l] += s0
+            out[k, l + 1] += s1
+            out[k, l + 2] += s2
+            out[k, l + 3] += s3
+            l += 4
+        while l <= k:
+            s0 = 0.0
+            for q in range(nc):
+                s0 += A1[k, q] * A1[l, q]
+            out[k, l] += s0
+            l += 1
+
+
+@njit_reduce
+def _response_impulse(j, A2, na, lamhat, MR, dt, lam, Delta, chi, G, idx, aj, out):
+    """out[k, j] += sum over the first ``na`` samples of A2_k chi_kj A2_j for k > j (E8-E10).
+
+    chi is the linear response of a sample's theta to a unit force impulse at step j,
+    propagated exactly through the linearised process:
+    chi_{j+1,j} = 1, chi_{k+1,j} = chi_kj [1 - dt(lam + lamhat_k + Delta A2_k)]
+                                   + dt^2 sum_{i=j+1}^{k-1} MR[k, i] chi_ij.
+    Only the samples in the batch at j (A2_j != 0) are propagated, together (gathered
+    into the columns of chi and G = their A2), so the inner loops run over samples; rows
+    advance in blocks of four as in :func:`_process_chunk`. Writes column j of ``out``
+    only, so different j can run at the same time (with their own chi, G, idx, aj).
+    """
+    n_t = A2.shape[0]
+    cnt = 0
+    for q in range(na):
+        if A2[j, q] != 0.0:
+            idx[cnt] = q
+            aj[cnt] = A2[j, q]
+            cnt += 1
+    if cnt == 0:
+        return
+    for k in range(j + 1, n_t):
+        for p in range(cnt):
+            G[k, p] = A2[k, idx[p]]
+    acc = 0.0
+    for p in range(cnt):
+        chi[j + 1, p] = 1.0
+        acc += G[j + 1, p] * aj[p]
+    out[j + 1, j] += acc
+    for r0 in range(j + 2, n_t, 4):
+        nb = min(4, n_t - r0)
+        _causal_bulk(chi, r0, nb, MR, -1, dt * dt, chi, j + 1, r0 - 1, cnt)
+        for r in range(r0, r0 + nb):
+            k = r - 1
+            _accumulate(chi, r, chi, MR[k], dt * dt, r0 - 1, k, cnt)
+            f = 1.0 - dt * (lam + lamhat[k])
+            acc = 0.0
+            for p in range(cnt):
+                chi[r, p] += chi[k, p] * (f - dt * Delta * G[k, p])
+                acc += G[r, p] * chi[r, p] * aj[p]
+            out[r, j] += acc
+
+
+def workspace(n_t, chunk, resp_chunk, n_resp=None, groups=None):
     """Buffers for :func:`iteration`, in a fixed number of groups (leading axis).
 
-    Per group: one chunk of effective samples (c, y, h0, theta(0); batch paths S and
-    normals Z, time-major), one sample's path, in-batch steps, force and Lambda''
-    (s, z, B, F, a2), the response's forward substitution X (n_t, n_t), and the group's
-    partial sums (M_C, the response, five (n_t,) sums); shared: R, Q (n_t, n_t) and P.
-    O(groups (n_t^2 + chunk n_t)) in all; ``groups`` defaults to :data:`GROUPS`.
+    Per group: one chunk of effective samples and its partial sums (O(n_t^2)), and the
+    buffers of one impulse response (chi, G, idx, aj); shared: one batch of resp_chunk
+    response samples' A2 paths, and the A2 paths of the first ``n_resp`` samples
+    (default ``resp_chunk``), handed from the process to the responses.
+    O(groups (n_t^2 + (chunk + resp_chunk) n_t) + n_resp n_t) in all; ``groups``
+    defaults to :data:`GROUPS`.
     """
     G = GROUPS if groups is None else groups
-    vec = tuple(np.empty((G, chunk)) for _ in range(4))  # 0-3: c, y, h0, theta(0)
-    # S, Z: rows padded by 8 entries, so that a sample's column (read step by step in
-    # :func:`_group`) does not fall into a handful of cache sets (a row of 256 doubles is
-    # 2 KiB: a power of two)
-    return (*vec, np.empty((G, n_t, chunk + 8), np.int8), np.empty((G, n_t, chunk + 8)),  # 4, 5
-            np.empty((G, n_t), np.int8), np.empty((G, n_t)),  # 6, 7: s, z of one sample
-            np.empty((G, n_t), np.int64), np.empty((G, n_t)), np.empty((G, n_t)),  # 8-10: B, F, a2
-            np.empty((G, n_t, n_t)),  # 11: X
-            np.empty((G, n_t, n_t)), np.empty((G, n_t, n_t)), np.empty((G, 5, n_t)),  # 12-14: sums
-            np.empty((n_t, n_t)), np.empty((n_t, n_t)), np.empty(n_t))  # 15-17: R, Q, P
+    n_resp = resp_chunk if n_resp is None else n_resp
+    vec = tuple(np.empty((G, chunk)) for _ in range(4))  # c, y, h0, theta(0)
+    mats = tuple(np.empty((G, n_t, chunk)) for _ in range(5))  # Z, xi, theta, A1, A2
+    return (*vec, np.empty((G, n_t, chunk), np.int8), *mats,
+            np.empty((n_t, resp_chunk)),  # 10: A2 of one batch of response samples
+            np.empty((G, n_t, resp_chunk)), np.empty((G, n_t, resp_chunk)),  # 11, 12: chi, G
+            np.empty((G, resp_chunk)), np.empty((G, resp_chunk), np.int64),  # 13, 14: aj, idx
+            np.empty((G, n_t, n_t)), np.empty((G, 5, n_t)),  # 15, 16: partial sums
+            np.empty((n_t, max(n_resp, 1))))  # 17: A2 paths of the response samples
 
 
 # Samples are split into this many groups, each reduced into its own partial sums, which
@@ -380,41 +471,50 @@ GROUPS = 4
 
 
 @njit_reduce
-def _group(g, G, keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10, dt, m,
-           full):
-    """Group g: chunks g, g + G, g + 2G, ... of the N samples, drawn (:func:`draw_samples`),
-    run one by one (:func:`_sample_path`, and :func:`_sample_response` for samples below
-    n_resp), reduced into the group's partial sums."""
-    c, y, h0, th0, S, Z = work[0][g], work[1][g], work[2][g], work[3][g], work[4][g], work[5][g]
-    s, z, B, F, a2, X = work[6][g], work[7][g], work[8][g], work[9][g], work[10][g], work[11][g]
-    MC_sum, resp, sums = work[12][g], work[13][g], work[14][g]
-    R, Q, P = work[15], work[16], work[17]
-    MC_sum[:, :] = 0.0
-    resp[:, :] = 0.0
-    sums[:, :] = 0.0
+def _group_process(g, G, keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10,
+                   lam, dt, Lc, m, lamhat, MR, want_loss):
+    """Phase 1 for group g: chunks g, g + G, g + 2G, ... of the N samples (drawn,
+    integrated, reduced into the group's partial sums); the A2 paths of samples < n_resp
+    are stored in the shared buffer (each column written by one group only)."""
+    (c_, y_, h0_, th0_, S_, Z_, XI_, theta_, A1_, A2_, RA2_, chi_, G_, aj_, idx_, MCg_, sums_,
+     A2R) = work
+    c, y, h0, th0, S, Z, XI, theta, A1, A2 = (c_[g], y_[g], h0_[g], th0_[g], S_[g], Z_[g], XI_[g],
+                                             theta_[g], A1_[g], A2_[g])
+    MC_sum, sums = MCg_[g], sums_[g]
     n_t = m.shape[0]
-    sD = math.sqrt(Delta)
+    MC_sum[:, :] = 0.0
+    sums[:, :] = 0.0
+    l2_sum, loss_sum, acc_sum, proj, r2_sum = sums[0], sums[1], sums[2], sums[3], sums[4]
     chunk = c.shape[0]
     for a0 in range(g * chunk, N, G * chunk):
         nc = min(chunk, N - a0)
         draw_samples(keys, a0, nc, model, rho, Delta, R0, b, p01, p10, c, y, h0, th0, S, Z)
         for q in range(nc):
-            for k in range(n_t):
-                s[k] = S[k, q]
-                z[k] = Z[k, q]
-            nb = _sample_path(full, s, z, c[q], y[q], h0[q], th0[q], m, R, P, Q, sD, dt, loss,
-                              model, L, B, F, a2, MC_sum, sums[0], sums[1], sums[2], sums[3],
-                              sums[4])
-            if a0 + q < n_resp:
-                _sample_response(nb, B, a2, R, dt, Delta, X, resp)
+            theta[0, q] = th0[q]
+        _lower_matmul(Lc, Z, XI, nc)
+        _process_chunk(nc, c, y, h0, theta, S, XI, m, lamhat, MR, dt, lam, Delta, loss, model,
+                       L, want_loss, A1, A2, l2_sum, loss_sum, acc_sum, proj, r2_sum)
+        _outer_lower(A1, nc, MC_sum)
+        na = min(nc, n_resp - a0)
+        for k in range(n_t):
+            for q in range(na):
+                A2R[k, a0 + q] = A2[k, q]
 
 
 @njit_reduce
-def _reduce_groups(work, MC_sum, l2_sum, loss_sum, acc_sum, proj, r2_sum, resp):
+def _responses(g, G, RA2, na, work, lamhat, MR, dt, lam, Delta, resp):
+    """Impulse times j = g, g + G, g + 2G, ... of one batch of response samples, with
+    group g's buffers (columns of ``resp`` are disjoint between groups)."""
+    chi, Gm, aj, idx = work[11][g], work[12][g], work[13][g], work[14][g]
+    for j in range(g, RA2.shape[0] - 1, G):
+        _response_impulse(j, RA2, na, lamhat, MR, dt, lam, Delta, chi, Gm, idx, aj, resp)
+
+
+@njit_reduce
+def _reduce_groups(work, MC_sum, l2_sum, loss_sum, acc_sum, proj, r2_sum):
     """Outputs = sum of the groups' partial sums, added in group order (deterministic)."""
-    MCg, respg, sums = work[12], work[13], work[14]
+    MCg, sums = work[15], work[16]
     MC_sum[:, :] = MCg[0]
-    resp[:, :] = respg[0]
     l2_sum[:] = sums[0, 0]
     loss_sum[:] = sums[0, 1]
     acc_sum[:] = sums[0, 2]
@@ -422,7 +522,6 @@ def _reduce_groups(work, MC_sum, l2_sum, loss_sum, acc_sum, proj, r2_sum, resp):
     r2_sum[:] = sums[0, 4]
     for g in range(1, MCg.shape[0]):
         MC_sum += MCg[g]
-        resp += respg[g]
         l2_sum += sums[g, 0]
         loss_sum += sums[g, 1]
         acc_sum += sums[g, 2]
@@ -430,37 +529,55 @@ def _reduce_groups(work, MC_sum, l2_sum, loss_sum, acc_sum, proj, r2_sum, resp):
         r2_sum += sums[g, 4]
 
 
+@njit_reduce
+def _response_batch(s0, n_resp, work):
+    """Copy the A2 paths of response samples s0 .. into the batch buffer; returns their number."""
+    RA2, A2R = work[10], work[17]
+    n_t, rc = RA2.shape
+    na = min(rc, n_resp - s0)
+    for k in range(n_t):
+        for p in range(na):
+            RA2[k, p] = A2R[k, s0 + p]
+    return na
+
+
 def _iteration(keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10, lam, dt,
-               Lc, m, lamhat, MR, full, MC_sum, l2_sum, loss_sum, acc_sum, proj, r2_sum, resp):
+               Lc, m, lamhat, MR, want_loss, MC_sum, l2_sum, loss_sum, acc_sum, proj, r2_sum, resp):
     """One fixed-point iteration of the DMFT: all effective samples with given kernels.
 
-    The kernels fix the linear part of the process (:func:`causal_operators`: R, P and
-    Q = dt R Lc, Lc the lower Cholesky factor of M_C, noise xi = Lc z); each sample is
-    then drawn (:func:`draw_samples`, chunk by chunk) and run in closed form, its theta
-    evaluated only at its in-batch steps (:func:`_sample_path`; at every step if
-    ``full``), and for the first n_resp samples its response chi restricted to those
-    steps (:func:`_sample_response`). No per-sample path is stored: memory
-    O(GROUPS (n_t^2 + chunk n_t)). m, lamhat (n_t,) and MR (n_t, n_t) are the current
-    kernels. Outputs (overwritten, sums over samples): MC_sum[k, l] = sum s_k Lambda'_k
-    s_l Lambda'_l (l <= k); l2_sum = sum s Lambda'', proj = sum s Lambda'(c + sqrt(Delta)
-    h0), r^2 (over the in-batch samples, or all if ``full``), and, only if ``full``, the
-    loss and the correctness (else left at 0), each (n_t,); resp[k, j] = sum s_k
-    Lambda''_k chi_kj s_j Lambda''_j over the first n_resp samples.
-    Cost O(n_t^3 + N (b n_t^2/2 + (b n_t)^2) + n_resp (b n_t)^3/6), with b n_t the
-    number of in-batch steps of a sample (``full``: O(N n_t^2/2) for the noise).
+    The N samples are drawn (:func:`draw_samples`), integrated (:func:`_process_chunk`)
+    and reduced chunk by chunk, so no per-sample path is ever stored except the A2 paths
+    of the n_resp response samples: memory O(GROUPS (n_t^2 + chunk n_t) + n_resp n_t).
+    Lc is the lower Cholesky factor of M_C (noise xi = Lc z);
+    m, lamhat (n_t,) and MR (n_t, n_t) the current kernels. Outputs (overwritten, sums
+    over samples): MC_sum[k, l] = sum s_k Lambda'_k s_l Lambda'_l (l <= k); l2_sum,
+    correctness, proj = s Lambda'(c + sqrt(Delta) h0), r^2, and the loss (only if
+    ``want_loss``, else left at 0), each (n_t,); resp[k, j] = sum A2_k chi_kj A2_j over
+    the first n_resp samples (:func:`_response_impulse`, run on batches of resp_chunk
+    samples: longer inner loops than one chunk gives). ``work``: the buffers from
+    :func:`workspace` (allocated by the caller, so that memory tools see them).
+    Cost O(n_t^2 N + b n_t^3 n_resp/6).
 
     Work is split into the fixed groups of :func:`workspace`: group g takes the chunks
-    g, g + G, ..., with its own partial sums (added afterwards in group order). The group
-    loop is ``prange``: compiled serially (:data:`iteration`) the groups run one after
-    the other, compiled with ``parallel=True`` (:data:`iteration_threads`) on numba's
-    threads; the same partial sums are added in the same order, so both give the same bits.
+    g, g + G, ... of the process, with its own partial sums (added afterwards in group
+    order), and the impulse times j = g, g + G, ... of each response batch (disjoint
+    columns of ``resp``). The group loops are ``prange``: compiled serially
+    (:data:`iteration`) they run one after the other, compiled with ``parallel=True``
+    (:data:`iteration_threads`) on numba's threads; the same partial sums are added in the
+    same order and the same response columns written, so both give the same bits.
     """
     G = work[0].shape[0]
-    causal_operators(lamhat, MR, Lc, dt, lam, work[15], work[17], work[16])
+    if work[17].shape[1] < n_resp:
+        raise ValueError("workspace too small: its n_resp is below the iteration's n_resp")
     for g in prange(G):
-        _group(g, G, keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10, dt, m,
-               full)
-    _reduce_groups(work, MC_sum, l2_sum, loss_sum, acc_sum, proj, r2_sum, resp)
+        _group_process(g, G, keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10,
+                       lam, dt, Lc, m, lamhat, MR, want_loss)
+    _reduce_groups(work, MC_sum, l2_sum, loss_sum, acc_sum, proj, r2_sum)
+    resp[:, :] = 0.0
+    for s0 in range(0, n_resp, work[10].shape[1]):
+        na = _response_batch(s0, n_resp, work)
+        for g in prange(G):
+            _responses(g, G, work[10], na, work, lamhat, MR, dt, lam, Delta, resp)
 
 
 # One body, compiled twice: prange runs as range when not compiled with parallel=True.

@@ -32,10 +32,13 @@ class ConvergenceError(RuntimeError):
         self.result = result
 
 
-# Effective samples drawn together (the draw's loops run over the samples of one time
-# step, vectorised); the arrays of one chunk, O(CHUNK n_t), stay in the fast caches. The
-# result does not depend on it except through the order of floating-point sums.
+# Effective samples processed together: the arrays of one chunk, O(CHUNK n_t), stay in
+# the fast caches and the inner loops run over samples (vectorised). The result does
+# not depend on it except through the order of floating-point sums.
 CHUNK = 256
+# Samples whose responses chi are propagated together (the inner loops of the O(n_t^3)
+# response run over the ~ b RESP_CHUNK of them in the batch at the impulse time).
+RESP_CHUNK = 1024
 
 
 def _keys(ss):
@@ -91,19 +94,12 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, damping=0.3, t
     same random numbers are used at every iteration, so the residual can go to zero;
     the Monte Carlo error (~ n_samples^-1/2) is measured by changing ``seed``.
 
-    Implementation: the process is linear in theta but for the force s Lambda', so
-    theta_k = P_k theta_0 + sum_{j<k} R_kj (dt xi_j - dt sqrt(Delta) s_j Lambda'_j) with
-    the bulk response R and propagator P of the current kernels (computed once per
-    iteration); theta is evaluated only at a sample's in-batch steps, the only ones at
-    which it enters the kernels, and chi by the same superposition restricted to them
-    (:func:`._kernels.causal_operators`, :func:`._kernels._sample_response`): cost per
-    iteration O(n_t^3 + n_samples (b n_t^2/2 + (b n_t)^2) + n_resp (b n_t)^3/6) instead
-    of the O(n_t^2 n_samples + b n_t^3 n_resp/6) of integrating every step. Equal to the
-    step-by-step integration up to float rounding. The samples come from a
-    counter-based generator (:mod:`._rng`, each number a function of (seed, sample,
-    step)) and are redrawn in chunks of ``CHUNK`` inside one numba call per iteration
-    (:func:`._kernels.iteration`), so no per-sample path is stored: memory
-    O(GROUPS (n_t^2 + CHUNK n_t)) whatever ``n_samples``. The samples are split into ``_kernels.GROUPS`` fixed groups
+    Implementation: the samples come from a counter-based generator (:mod:`._rng`, each
+    number a function of (seed, sample, step)) and are redrawn, integrated and reduced
+    in chunks of ``CHUNK`` inside one numba call per iteration
+    (:func:`._kernels.iteration`), so no per-sample path is stored (only the A2 paths of
+    the n_resp response samples): memory O(GROUPS (n_t^2 + CHUNK n_t) + n_resp n_t)
+    whatever ``n_samples``. The samples are split into ``_kernels.GROUPS`` fixed groups
     that run on numba's threads, each with its own partial sums added in group order, so
     the result is bit-identical for any number of threads. The iterations skip the loss value
     (the kernels do not need it); one last pass with the final kernels gives the
@@ -126,7 +122,7 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, damping=0.3, t
         Time step (default ``params.eta``).
     n_samples, n_resp : int
         Effective samples for the process and, among them, for the response (default
-        min(n_samples, 1000)). Cost per iteration: see Implementation above.
+        min(n_samples, 1000)). Cost per iteration O(n_t^2 n_samples + b n_t^3 n_resp / 6).
     damping : float in [0, 1)
         Weight of the previous iterate (0: plain Picard iteration).
     tol, max_iter : convergence criterion and iteration budget.
@@ -178,7 +174,7 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, damping=0.3, t
     MC_sum = np.empty((n_t, n_t))
     l2_sum, loss_sum, acc_sum, proj, r2_sum = (np.empty(n_t) for _ in range(5))
     resp = np.empty((n_t, n_t))
-    work = _kernels.workspace(n_t, min(CHUNK, n_samples))
+    work = _kernels.workspace(n_t, min(CHUNK, n_samples), min(RESP_CHUNK, n_resp), n_resp)
 
     def run(want_loss):
         # noise xi = L z with L L^T = M_C + eps max(diag) 1: the empirical M_C is
