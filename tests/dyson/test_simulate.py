@@ -157,3 +157,16 @@ def test_moments_in_the_eigenbasis_of_K_by_plain_numpy():
         X = W2 @ W2.T
         np.testing.assert_allclose(ds.xq_k.values[0, m], np.einsum("ia,ij,ja->a", U, X, U), rtol=1e-9)
     assert "K_k" not in dyson.train_ensemble(p, 5, seed=3, n_models=1, n_points=2, moment_samples=10)
+
+
+def test_long_column_shorter_run_is_a_prefix_of_a_longer_one():
+    # the committed long run is checked this way: same models, same batches, records on a
+    # length-independent grid, so the first records of a shorter run are the same numbers
+    from tsdyn import dyson
+    a = dyson.long_column([2.0], 8.0, 3, seed=0, n_models=2, T_index=[3], moment_samples=50)
+    b = dyson.long_column([2.0], 8.0, 1, seed=0, n_models=2, T_index=[3], moment_samples=50)
+    n = b.sizes["epoch"]
+    assert np.array_equal(a.epoch.values[:n], b.epoch.values)
+    assert np.array_equal(a.loss.values[:, :n], b.loss.values)
+    with pytest.raises(ValueError, match="record_at"):
+        dyson.train_ensemble(dyson.Params.from_temperature(2.0, 8.0), 10, seed=0, n_models=1, record_at=[0, 5])

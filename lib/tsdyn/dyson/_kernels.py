@@ -28,7 +28,10 @@ def sgd_block(W2, A1, Y, W3, idx, eps, w_max, alive, diverged_at, step0):
         dl/dW2_ij = (y_hat - y) W3_i (1 - tanh(z_i)^2) a_j .
 
     W2 <- W2 - eps * (mean of dl/dW2 over the batch): the B errors are computed with
-    the weights before the step, then W2 is updated in one pass. tanh is evaluated as
+    the weights before the step, then W2 is updated in one pass. Each model works on
+    private contiguous copies (its weights, the batch's gathered activations), written
+    back at the end of the block: same arithmetic in the same order as a direct update
+    of W2 (bit-identical results), about 1.4x faster. tanh is evaluated as
     1 - 2 / (exp(2z) + 1), which the compiler vectorises over the n2 units (absolute
     error ~1e-16, exact limits +-1, NaN propagates). A model whose Frobenius norm
     |W2|_F reaches w_max (or turns non-finite) stops: alive[m] = False and
@@ -40,39 +43,54 @@ def sgd_block(W2, A1, Y, W3, idx, eps, w_max, alive, diverged_at, step0):
     for m in numba.prange(M):
         if not alive[m]:
             continue
-        coef = np.empty((B, n2))
-        zz = np.empty(n2)
-        w = W2[m]
-        w3 = W3[m]
+        # private contiguous copies: the model's weights, the batch's activations (gathered once
+        # per step), the B features/coefficients; the compiler then keeps the loops vectorised
+        w = np.empty((n2, n1))
+        for i in range(n2):
+            for j in range(n1):
+                w[i, j] = W2[m, i, j]
+        w3 = np.empty(n2)
+        for i in range(n2):
+            w3[i] = W3[m, i]
+        ab = np.empty((B, n1))
+        zb = np.empty((B, n2))
+        e = np.empty(B)
         for s in range(n_steps):
             for b in range(B):
                 k = idx[m, s, b]
+                for j in range(n1):
+                    ab[b, j] = A1[m, k, j]
+            for b in range(B):
                 for i in range(n2):
                     z = 0.0
                     for j in range(n1):
-                        z += w[i, j] * A1[m, k, j]
-                    zz[i] = math.exp(2.0 * z)
+                        z += w[i, j] * ab[b, j]
+                    zb[b, i] = 2.0 * z
+            for b in range(B):
+                for i in range(n2):
+                    zb[b, i] = 1.0 - 2.0 / (math.exp(zb[b, i]) + 1.0)  # tanh(z)
                 y_hat = 0.0
                 for i in range(n2):
-                    phi = 1.0 - 2.0 / (zz[i] + 1.0)
-                    y_hat += w3[i] * phi
-                    zz[i] = w3[i] * (1.0 - phi * phi)
-                e = eps * (y_hat - Y[m, k]) / B
+                    y_hat += w3[i] * zb[b, i]
+                e[b] = eps * (y_hat - Y[m, idx[m, s, b]]) / B
                 for i in range(n2):
-                    coef[b, i] = e * zz[i]
+                    phi = zb[b, i]
+                    zb[b, i] = e[b] * (w3[i] * (1.0 - phi * phi))  # the step's coefficient of a_j
             s2 = 0.0
             for i in range(n2):
                 for b in range(B):
-                    c = coef[b, i]
-                    k = idx[m, s, b]
+                    c = zb[b, i]
                     for j in range(n1):
-                        w[i, j] -= c * A1[m, k, j]
+                        w[i, j] -= c * ab[b, j]
                 for j in range(n1):
                     s2 += w[i, j] * w[i, j]
             if not s2 < wm2:  # also catches nan
                 alive[m] = False
                 diverged_at[m] = step0 + s + 1
                 break
+        for i in range(n2):
+            for j in range(n1):
+                W2[m, i, j] = w[i, j]
 
 
 @njit(parallel=True, fastmath=_FAST)

@@ -1,5 +1,6 @@
 """Composite runs for sweeps (:func:`tsdyn.sweep.run`) and for the chapter."""
 
+import os
 from functools import partial
 
 import numpy as np
@@ -7,7 +8,7 @@ import xarray as xr
 
 from .. import sweep
 from . import analysis, theory
-from .analysis import summary
+from .analysis import STEPS_PER_EPOCH, summary
 from .params import Params
 from .simulate import train_ensemble
 
@@ -208,3 +209,88 @@ def finite_step_gap(T, inv_sigma_w, batches, *, tau_f=4, seed, sde_seed, n_model
                              f"(eps = {p.eps:g}); choose T, |B| with tau_f / eps a whole number")
         out[int(B)] = float(np.mean(np.log(ds.S.values[at]).mean(1) - np.log(sde.S.values[at]).mean(1)))
     return out
+
+
+LONG_FIELDS = ("loss", "grad_norm", "S_f", "converged", "converged_k", "converged_kd", "converged_pub", "diverged")
+
+
+def long_record_steps(steps, per_decade=8):
+    """Recording steps of :func:`long_column`: 0, then round(10^(k / per_decade)) for k = 0, 1, ...
+    below ``steps``, then ``steps``. The grid does not depend on the length of the run, so a
+    shorter run records at a prefix of a longer one's times (same models, same batches:
+    the same numbers)."""
+    k = np.arange(int(np.ceil(per_decade * np.log10(steps))) + 1)
+    grid = np.unique(np.round(10.0 ** (k / per_decade)).astype(np.int64))
+    return np.concatenate([[0], grid[grid < steps], [steps]])
+
+
+def long_column(Ts, inv_sigma_w, epochs, *, seed, n_models, T_index=None, per_decade=8, moment_samples=1000,
+                path=None):
+    """Long training of one column of the phase diagram: the paper's length, in epochs of 1000 steps.
+
+    For each T in ``Ts`` an ensemble at 1/sigma_w = ``inv_sigma_w`` (|B| = 4) is trained for
+    ``epochs`` x :data:`STEPS_PER_EPOCH` SGD steps, recording at :func:`long_record_steps`
+    (``per_decade`` times per decade of steps) the per-model test loss, full-batch gradient norm, level spacing S and the convergence
+    criterion (4.15) in the authors' recipe and the sign-invariant readings (:func:`summary`
+    of the run so far, moments from ``moment_samples`` training samples). Temperature k of
+    ``Ts`` uses the seed ``SeedSequence(seed, spawn_key=(k,))``: distinct models per T, the
+    same models whatever else is in ``Ts`` (``T_index`` gives k explicitly when ``Ts`` holds
+    one value run apart from its column). With ``path``, the Dataset of the records so far
+    is written there (netCDF) after every record, so a run stopped early keeps what it
+    reached. Returns a Dataset over ``T``, ``epoch`` and ``model`` with the fields
+    :data:`LONG_FIELDS`; attrs ``steps_per_epoch``, ``epochs`` (the target) and
+    ``epochs_reached``.
+    """
+    Ts = [float(T) for T in np.atleast_1d(Ts)]
+    idx = list(range(len(Ts))) if T_index is None else [int(k) for k in np.atleast_1d(T_index)]
+    if len(idx) != len(Ts):
+        raise ValueError(f"T_index must give one index per temperature; got {len(idx)} for {len(Ts)}")
+    if int(epochs) != epochs or epochs < 1:
+        raise ValueError(f"epochs must be a whole number >= 1; got {epochs!r}")
+    steps = int(epochs) * STEPS_PER_EPOCH
+    rows = [[] for _ in Ts]
+
+    def snapshot():
+        n = min(len(r) for r in rows)
+        per_T = [xr.concat(r[:n], dim="epoch") for r in rows]
+        out = xr.concat(per_T, dim="T").assign_coords(T=Ts)
+        return out.assign_attrs(inv_sigma_w=float(inv_sigma_w), steps_per_epoch=STEPS_PER_EPOCH,
+                                epochs=int(epochs), epochs_reached=float(out.epoch.values[-1]),
+                                n_models=int(n_models), moment_samples=int(moment_samples), seed=int(seed))
+
+    def recorder(k):
+        def on_record(ds):
+            s = summary(ds)[list(LONG_FIELDS)].assign_coords(epoch=float(ds.t.values[-1]) / STEPS_PER_EPOCH)
+            s.attrs = {}
+            rows[k].append(s)
+            if path is not None and all(rows):
+                tmp = f"{path}.tmp"
+                snapshot().to_netcdf(tmp)
+                os.replace(tmp, path)
+        return on_record
+
+    for k, (T, i) in enumerate(zip(Ts, idx)):
+        p = Params.from_temperature(T, inv_sigma_w)
+        ss = np.random.SeedSequence(int(seed), spawn_key=(i,))
+        rec = recorder(k)
+        ds = train_ensemble(p, steps, seed=ss, n_models=n_models, record_at=long_record_steps(steps, per_decade),
+                            moment_samples=moment_samples, moments="all", k_basis=True, published=True,
+                            on_record=lambda d, rec=rec: rec(d) if d.sizes["t"] > 1 else None)
+        rec(ds)
+    out = snapshot()
+    if path is not None:
+        out.to_netcdf(path)
+    return out
+
+
+def combine_long(parts):
+    """Stack :func:`long_column` Datasets run apart (one temperature each, say) over ``T``.
+
+    The records are cut to the epochs that every part reached; ``epochs_reached`` is that
+    common length. Returns the Dataset sorted by T.
+    """
+    parts = list(parts)
+    n = min(p.sizes["epoch"] for p in parts)
+    out = xr.concat([p.isel(epoch=slice(0, n)) for p in parts], dim="T", combine_attrs="drop_conflicts")
+    out = out.sortby("T")
+    return out.assign_attrs(epochs_reached=float(out.epoch.values[-1]))

@@ -71,7 +71,7 @@ def record_steps(steps, n_points, spacing="log"):
 
 
 def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log", moment_samples=None,
-                   moments="all", k_basis=False, published=False):
+                   moments="all", k_basis=False, published=False, on_record=None, record_at=None):
     """Train an ensemble of students in lockstep and record the paper's observables.
 
     All models advance together in one numba kernel call per block of steps
@@ -105,6 +105,13 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
         Also record the moments in the eigenbasis of the drift matrix K = -E[Delta^X]
         itself, as in the paper's App. B (``K_k``, ``V_k``, ``C_k``, ``xq_k`` below): one more
         pass over the moment samples wherever the moments are measured.
+    record_at : array of int or None
+        Explicit recording steps (increasing, from 0 to ``steps``), in place of ``n_points``
+        and ``spacing``.
+    on_record : callable or None
+        Called after each recording time with the Dataset of the records so far (the
+        Dataset described below, cut at that time; ``attrs["steps"]`` is the step reached):
+        for long runs that save their progress (:func:`tsdyn.dyson.long_column`).
 
     Returns
     -------
@@ -144,7 +151,12 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
     """
     if not isinstance(params, Params):
         raise ValueError(f"params must be a dyson.Params; got {type(params).__name__}")
-    rec = record_steps(steps, n_points, spacing)
+    if record_at is None:
+        rec = record_steps(steps, n_points, spacing)
+    else:
+        rec = np.asarray(record_at, dtype=np.int64)
+        if rec[0] != 0 or rec[-1] != steps or np.any(np.diff(rec) <= 0):
+            raise ValueError(f"record_at must increase from 0 to steps = {steps}; got {record_at!r}")
     if moment_samples is None:
         moment_samples = params.n_train
     _validate.integer("moment_samples", moment_samples, low=2, doc="samples for the gradient moments")
@@ -174,6 +186,12 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
     z_var = z0.reshape(M, -1).var(axis=1)
     phi0 = None
     step = 0
+    rec_arrays = (x_rec, K_rec, V_rec, C_rec, Kk_rec, Vk_rec, Ck_rec, xq_rec, Xm_rec, Kr_rec, Vr_rec)
+
+    def dataset(n):
+        return _dataset(params, rec, n, obs, rec_arrays, k_basis, published, z_var, diverged_at.copy(),
+                        int(rec[n - 1]) if n < n_rec else steps, n_models, moment_samples, ss)
+
     for r, target in enumerate(rec):
         while step < target and alive.any():
             n = min(target - step, _BLOCK_STEPS)
@@ -219,6 +237,18 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
             arr[r, ~live] = np.nan
         for arr in (x_rec, K_rec, V_rec, C_rec, Kk_rec, Vk_rec, Ck_rec, xq_rec, Xm_rec, Kr_rec, Vr_rec):
             arr[r, ~live] = np.nan
+        if on_record is not None and r < n_rec - 1:
+            on_record(dataset(r + 1))
+    return dataset(n_rec)
+
+
+def _dataset(params, rec, n, obs, rec_arrays, k_basis, published, z_var, diverged_at, steps, n_models,
+             moment_samples, ss):
+    """The Dataset of :func:`train_ensemble` from its first ``n`` records."""
+    x_rec, K_rec, V_rec, C_rec, Kk_rec, Vk_rec, Ck_rec, xq_rec, Xm_rec, Kr_rec, Vr_rec = (a[:n] for a in rec_arrays)
+    obs = {k: v[:n] for k, v in obs.items()}
+    rec = rec[:n]
+    M, n2 = x_rec.shape[1], x_rec.shape[2]
     t_div = np.where(diverged_at >= 0, diverged_at.astype(float), np.inf)
     units = {"loss": "1", "grad_norm": "1", "G0": "1", "align": "1", "S": "1"}
     long = {"loss": "test loss (2.6)", "grad_norm": "norm of the full-batch gradient of W2 (3.3)",
