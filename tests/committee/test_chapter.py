@@ -25,13 +25,15 @@ def test_chapter_agreement_figures(glued):
     assert g["fig2_linear_ode_vs_eq12"] < 1e-6
     # SGD vs the exact finite-N linear result: batch-means errors, 4 standard errors.
     assert g["fig2_linear_max_z_exact"] < 4
-    # erf at the paper's eta: the two successive late windows of each SGD run agree within
-    # the 95% level of the largest of len(Ls) batch-means |t| values (stationary) ...
-    assert g["fig2_erf_sgd_drift_z"] < g["fig2_erf_z_95"]
-    # ... and one run's window mean is within 10% of its ODE's: a run and its ODE can
-    # settle the superfluous units differently; over 8 further seeds at L = 3, N = 100
-    # the ratio SGD/ODE ranged from 0.99 to 1.10 (mean 1.011 +- 0.012).
-    assert g["fig2_erf_max_rel"] < 0.10
+    # erf at the paper's eta, L <= 1: the ODE from each run's start relaxes onto eq. (10) at
+    # the run's own T (first order in sigma^2: O(sigma^2) = 1e-6 relative at sigma = 0.01) ...
+    assert g["fig2_erf_ode_closed_off"] < 1e-5
+    # ... and SGD averages within 3 standard errors + 1 % of it (the O(eta / N) finite-N
+    # excess, 0.2 % for the linear SCM at these parameters, and the batch-means error).
+    assert abs(g["fig2_erf_sgd_closed_off"] - 1) < 3 * g["fig2_erf_sgd_closed_off_se"] + 0.01
+    # The two late windows of the L <= 2 runs agree within the 95% level of the largest of
+    # that many batch-means |t| values (stationary on the run's time scale).
+    assert g["fig2_erf_off_drift_z"] < g["fig2_erf_z_95"]
     # Fig. 4: the SCM's excess of SGD over the ODE is the exact finite-N correction,
     # within 3 standard errors of the paired differences.
     assert g["fig4_scm_z_exact"] < 3

@@ -6,12 +6,14 @@ asymptotic formulas) share only :class:`Params`.
 
 from .analysis import (decay_rate, escape_time, growth_rate, max_gap, paired_log_ratio,
                        plateau_stats, stationary_error)
-from .experiments import linear_growth_rate, plateau_escape, sgd_ode_gap
+from .experiments import (asymptotic_error, linear_growth_rate, plateau_escape, run_with_ode,
+                          sgd_ode_gap)
 from .params import Params
 from .sampler import initial_overlaps, one_step, sample_overlaps
 from .simulate import initial_weights, simulate, simulate_point
 from .theory import (
     eg_star_erf_both_layers_small_eta,
+    eg_star_erf_scm,
     eg_star_erf_scm_small_eta,
     eg_star_linear_scm,
     eg_star_linear_scm_small_eta,
@@ -28,8 +30,8 @@ __all__ = [
     "Params", "simulate", "simulate_point", "initial_weights", "sample_overlaps",
     "initial_overlaps", "one_step", "ode", "fixed_point",
     "denoising_fixed_point", "plateau", "generalisation_error",
-    "eg_star_linear_scm", "eg_star_linear_scm_small_eta", "eg_star_erf_scm_small_eta",
+    "eg_star_linear_scm", "eg_star_linear_scm_small_eta", "eg_star_erf_scm", "eg_star_erf_scm_small_eta",
     "eg_star_erf_both_layers_small_eta", "max_stable_eta_linear_scm", "linear_scm_growth_rate",
     "escape_time", "plateau_stats", "paired_log_ratio", "decay_rate", "stationary_error", "max_gap", "growth_rate",
-    "plateau_escape", "sgd_ode_gap", "linear_growth_rate",
+    "plateau_escape", "sgd_ode_gap", "linear_growth_rate", "asymptotic_error", "run_with_ode",
 ]

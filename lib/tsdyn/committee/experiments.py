@@ -5,12 +5,16 @@ overlaps, and reads the same quantity off both, so a sweep over seeds and
 parameters can run on local processes or a Dask cluster.
 """
 
+import dataclasses
 import math
 
-from .analysis import growth_rate, max_gap, plateau_stats
+import numpy as np
+
+from .analysis import growth_rate, max_gap, plateau_stats, stationary_error
 from .params import Params
 from .simulate import simulate
-from .theory import linear_scm_growth_rate, max_stable_eta_linear_scm, ode, plateau
+from .theory import (eg_star_erf_scm, eg_star_linear_scm, linear_scm_growth_rate,
+                     max_stable_eta_linear_scm, ode, plateau)
 
 
 def plateau_escape(*, seed, N, K, eta, t_max=None, n_points=400, method="network"):
@@ -76,3 +80,72 @@ def linear_growth_rate(*, seed, N, K, x, batch, n_points=9):
     return {"sgd": growth_rate(run) / scale,
             "exact": linear_scm_growth_rate(p, finite_size=True) / scale,
             "typical_shift": 4.0 * (x * (x - 1.0)) ** 2 / N}
+
+
+def _spare_norm(ds, n_spare):
+    """Largest squared norm Q_aa among the ``n_spare`` student units with the smallest
+    overlap max_n |R_an| with the teacher at the end of ``ds`` (0: all switched off)."""
+    if n_spare == 0:
+        return 0.0
+    end = ds.isel(t=-1)
+    spare = np.argsort(np.abs(end.R.values).max(axis=1))[:n_spare]
+    return float(np.diag(end.Q.values)[spare].max())
+
+
+def asymptotic_error(*, seed, t_max, n_points=400, later=10.0, method="overlaps", **params):
+    """The error an SCM with label noise settles at: one run, its ODE, and the closed form.
+
+    The run and the ODE from its own start are averaged over the second half, t in
+    [t_max / 2, t_max] (batch-means error for the run). The closed form is evaluated at
+    the run's own teacher overlaps T: eq. (10) of Goldt et al. (first order in sigma^2,
+    :func:`eg_star_erf_scm`) for erf, the exact finite-N eq. (12)
+    (:func:`eg_star_linear_scm`) for linear networks. Stationarity is measured twice: the
+    run's means over [t/2, 3t/4) and [3t/4, t] in units of their batch-means errors, and
+    the ODE's value at ``later`` times t_max relative to its window mean.
+
+    Returns
+    -------
+    dict
+        ``sgd``, ``sgd_se``, ``ode``, ``closed``; ``sgd_drift_z`` (second window minus
+        first, in standard errors), ``ode_drift`` (relative change between the ODE's two
+        windows), ``ode_later`` (ODE at later * t_max over its window mean, minus 1);
+        ``spare_sgd``, ``spare_ode``: the largest squared norm of the K - M units least
+        aligned with the teacher at the end (0 when they are switched off);
+        ``noise_free``: eps_g of the ODE continued from its end state for t_max without
+        label noise, over its window mean (near 1 for an imperfect fixed point whose
+        error the noise does not cause; near 0 when the error is the noise's).
+    """
+    p = Params(**params)
+    run = simulate(p, t_max, seed=seed, n_points=n_points, method=method)
+    theory = ode(p, init=run)
+    half, three_quarters = t_max / 2, 0.75 * t_max
+    sgd, sgd_se = stationary_error(run, half)
+    first, first_se = stationary_error(run.sel(t=slice(None, three_quarters)), half)
+    second, second_se = stationary_error(run, three_quarters)
+    ode_mean = stationary_error(theory, half)[0]
+    ode_first = stationary_error(theory.sel(t=slice(None, three_quarters)), half)[0]
+    ode_second = stationary_error(theory, three_quarters)[0]
+    ode_later = float(ode(p, init=run, t_eval=[0.0, later * t_max]).eg[-1])
+    closed = (eg_star_erf_scm(p, T=run.T.values) if p.g == "erf"
+              else eg_star_linear_scm(p, finite_size=True))
+    end = theory.isel(t=-1)  # continued without label noise: what is left is not noise
+    noise_free = float(ode(dataclasses.replace(p, sigma=0.0), t_eval=[0.0, t_max], Q0=end.Q.values,
+                           R0=end.R.values, T=theory.T.values, v0=end.v.values).eg[-1])
+    n_spare = max(p.K - p.M, 0)
+    return {"sgd": sgd, "sgd_se": sgd_se, "ode": ode_mean, "closed": closed,
+            "sgd_drift_z": (second - first) / math.hypot(first_se, second_se),
+            "ode_drift": ode_second / ode_first - 1, "ode_later": ode_later / ode_mean - 1,
+            "spare_sgd": _spare_norm(run, n_spare), "spare_ode": _spare_norm(theory, n_spare),
+            "noise_free": noise_free / ode_mean}
+
+
+def run_with_ode(params, t_max, seed, *, n_points=200, spacing="linear", method="overlaps",
+                 atol=1e-10):
+    """One SGD run and the ODE integrated from its own initial overlaps, on its time axis.
+
+    For ``executor.map`` over seeds (a module-level function, so local processes and
+    Dask workers can run it). Returns ``(run, theory)``: the Datasets of :func:`simulate`
+    and :func:`ode`.
+    """
+    run = simulate(params, t_max, seed=seed, n_points=n_points, spacing=spacing, method=method)
+    return run, ode(params, init=run, atol=atol)

@@ -1,6 +1,7 @@
 """Order-parameter ODEs of two-layer networks (Saad & Solla 1995; Goldt et al. 2020) and
 the asymptotic generalisation errors of Goldt et al., sec. 2-3."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -384,6 +385,94 @@ def eg_star_erf_scm_small_eta(params):
         raise ValueError(f"eq. (11) needs K >= M; got K={params.K}, M={params.M}")
     L = params.K - params.M
     return params.sigma ** 2 * params.eta / (2 * math.pi) * (L + params.M / math.sqrt(3)) / params.batch
+
+
+def _symmetric_coordinates(K, M):
+    """Maps between the packed ODE state (R, Q, v) and the independent (R, upper Q) entries."""
+    upper = np.triu_indices(K)
+
+    def state(x, v):
+        Q = np.zeros((K, K))
+        Q[upper] = x[K * M:]
+        return _pack(x[:K * M].reshape(K, M), Q + np.triu(Q, 1).T, v)
+
+    def entries(R, Q):
+        return np.concatenate([R.ravel(), Q[upper]])
+
+    return state, entries
+
+
+def eg_star_erf_scm(params, T=None):
+    """Final eps_g of an erf SCM with K >= M to first order in sigma^2, at any eta (Goldt
+    et al. eq. 10).
+
+    Without label noise the ODEs have the fixed point with eps_g = 0 at which M student
+    units sit on the teacher units (R = Q = T) and the L = K - M others are switched
+    off (zero weights). ``T`` is the teacher overlap matrix, default I (the paper's
+    N -> infinity value); a run's own T, e.g. ``init.T`` of a simulation, gives the fixed
+    point the ODE from that run's start relaxes to. Label noise adds sigma^2 s to the right-hand side f (the J2 term of
+    dQ/dt), so the perturbed fixed point is y0 + sigma^2 y1 with
+
+        J y1 = -s,    eps_g^* = sigma^2 grad(eps_g) . y1 + O(sigma^4),
+
+    J the Jacobian of the noiseless f at y0 (central differences, step 1e-6, over the
+    independent entries of R and Q; v is fixed). The paper evaluates the same first-order
+    fixed point in closed form (its rational function f(M, L, eta), SM C.2); here it is
+    solved numerically at the full K, M. For L >= 2 the matrix J is singular: switched-off
+    units respond to the error only through their sum, so moves that change the units but
+    not their sum (at first order) cost nothing. Those moves leave eps_g unchanged at
+    first order as well, and the least-squares solution gives the unique eps_g^*; both
+    facts are checked (s in the range of J, grad eps_g orthogonal to its null space) and a
+    failure raises. The full ODE's fixed point at sigma = 0.01 agrees with this value to a
+    relative 1e-6 (an O(sigma^2) correction).
+
+    Returns ``math.inf`` where y0 is unstable (an eigenvalue of J outside the null space
+    with positive real part: eta beyond the stability limit).
+    """
+    _require(params, g="erf", teacher_identity=T is None)
+    K, M = params.K, params.M
+    if K < M:
+        raise ValueError(f"eq. (10) needs K >= M; got K={K}, M={M}")
+    T = np.eye(M) if T is None else _matrix("T", T, (M, M))
+    _check_overlaps(T, T, T, q="T", r="T")
+    noiseless = dataclasses.replace(params, sigma=0.0)
+    f0, f1 = rhs(noiseless, T), rhs(dataclasses.replace(params, sigma=1.0), T)
+    state, entries = _symmetric_coordinates(K, M)
+    ones = np.ones(K)
+    R0, Q0 = np.zeros((K, M)), np.zeros((K, K))
+    R0[:M], Q0[:M, :M] = T, T
+    x0 = entries(R0, Q0)
+
+    def flow(f, x):
+        R, Q, _ = _unpack(noiseless, f(0.0, state(x, ones)))
+        return entries(R, Q)
+
+    def error(x):
+        R, Q, _ = _unpack(noiseless, state(x, ones))
+        return _kernels.generalisation_error(params.act, Q, R, T, ones, np.ones(M))
+
+    n, h = x0.size, 1e-6
+    J, grad = np.empty((n, n)), np.empty(n)
+    for i in range(n):
+        e = np.zeros(n)
+        e[i] = h
+        J[:, i] = (flow(f0, x0 + e) - flow(f0, x0 - e)) / (2 * h)
+        grad[i] = (error(x0 + e) - error(x0 - e)) / (2 * h)
+    s = flow(f1, x0) - flow(f0, x0)  # exactly linear in sigma^2
+    _, sv, vt = np.linalg.svd(J)
+    null = vt[sv < 1e-9 * sv[0]]
+    lam = np.linalg.eigvals(J)
+    if np.max(lam.real[np.abs(lam) >= 1e-9 * sv[0]], initial=-np.inf) > 0:
+        return math.inf
+    y1 = np.linalg.lstsq(J, -s, rcond=1e-9)[0]
+    scale = np.linalg.norm(grad) * np.linalg.norm(y1)
+    if (np.linalg.norm(J @ y1 + s) > 1e-8 * np.linalg.norm(s)
+            or (len(null) and np.abs(null @ grad).max() > 1e-8 * np.linalg.norm(grad))):
+        raise RuntimeError("the first-order fixed point is not unique in eps_g for these parameters")
+    eg1 = float(grad @ y1)
+    if not eg1 > 1e-12 * scale:
+        raise RuntimeError(f"first-order eps_g^* is not positive ({eg1:.3g})")
+    return params.sigma ** 2 * eg1
 
 
 def eg_star_erf_both_layers_small_eta(params):
