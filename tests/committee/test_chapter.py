@@ -44,10 +44,11 @@ def test_chapter_agreement_figures(glued):
     # ratio is 1 within 3 standard errors plus that 2/N excess.
     assert abs(g["fig3_K2_ratio"] - 1) < 3 * g["fig3_K2_ratio_se"] + 2 / g["fig3_N"]
     # Fig. 3d: runs and ODEs whose weights on each teacher unit are split evenly (imbalance
-    # < 0.1) sit on the fixed point of their arrangement within 10% (the late window still
-    # drifts by a few per cent, and an imbalance up to 0.1 remains); uneven ones lie above.
-    assert abs(g["fig3_excess_even"] - 1) < 0.1
-    assert g["fig3_excess_uneven"] > 1.5 * g["fig3_excess_even"]
+    # < 0.1) end within 15% of the fixed point of their arrangement (median; the error of
+    # K > M still falls by about 30% per quarter of the run, so the end is not the limit),
+    # and uneven ones (> 0.3) above them: disjoint 95% bootstrap intervals of the medians.
+    assert abs(g["fig3_excess_even"] - 1) < 0.15
+    assert g["fig3_excess_uneven_lo"] > g["fig3_excess_even_hi"]
     # Fig. 3c: an ODE counted as converged (eps_g moved < 1% over the last decade of time)
     # is within 1% of the denoising fixed point of the arrangement it ended in.
     assert g["fig3c_conv_n"] >= 1
