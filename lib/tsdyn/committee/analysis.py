@@ -97,3 +97,62 @@ def decay_rate(ds, below, *, floor=1e-10):
     if sel.sum() < 3:
         return np.nan
     return float(np.polyfit(t[sel], np.log(eg[sel]), 1)[0])
+
+
+def unit_arrangement(R, v, *, off=0.05):
+    """How the student units are shared out among the teacher units (both layers trained).
+
+    Unit k counts for the teacher unit n with the largest |R_kn|, unless its
+    second-layer weight is switched off, |v_k| < ``off`` * max_k |v_k|; such a unit
+    adds nothing to the output whatever its first-layer weights. (An erf unit and
+    its mirror image -w_k, -v_k have the same output, so the sign of R is ignored.)
+
+    Parameters
+    ----------
+    R : ndarray, shape (K, M)
+        Student-teacher overlaps at the time of interest.
+    v : ndarray, shape (K,)
+        Student second-layer weights.
+    off : float
+        Threshold, relative to the largest |v_k|, below which a unit counts as off.
+
+    Returns
+    -------
+    tuple of int
+        The number of active units on each teacher unit, sorted in decreasing order
+        (length M), followed by the number of units switched off: (2, 2, 1) for a
+        K = 5, M = 2 student with two units on each teacher unit and one off.
+    """
+    R = np.asarray(R, float)
+    v = np.asarray(v, float)
+    if R.ndim != 2 or v.shape != (R.shape[0],):
+        raise ValueError(f"R must have shape (K, M) and v shape (K,); got {R.shape}, {v.shape}")
+    if not 0 <= off < 1:
+        raise ValueError(f"off (relative threshold on |v_k|) must lie in [0, 1); got {off}")
+    if not (np.all(np.isfinite(R)) and np.all(np.isfinite(v))):
+        raise ValueError("R and v must be finite (the run diverged?)")
+    active = np.abs(v) >= off * np.abs(v).max()
+    counts = np.bincount(np.argmax(np.abs(R), axis=1)[active], minlength=R.shape[1])
+    return (*sorted(counts.tolist(), reverse=True), int((~active).sum()))
+
+
+def weight_imbalance(R, v, *, off=0.05):
+    """How unevenly the units on one teacher unit share its second-layer weight.
+
+    For each teacher unit with two or more active units (as in
+    :func:`unit_arrangement`), (max |v_k| - min |v_k|) / sum |v_k| over its units;
+    returns the largest over teacher units (0 when no teacher unit has two). The
+    denoising solution shares the weight equally (0); without label noise every
+    split is a solution, and the noise pulls the split towards equal only slowly.
+    """
+    R = np.asarray(R, float)
+    v = np.abs(np.asarray(v, float))
+    unit_arrangement(R, v, off=off)  # validates
+    active = v >= off * v.max()
+    owner = np.argmax(np.abs(R), axis=1)
+    worst = 0.0
+    for n in range(R.shape[1]):
+        w = v[active & (owner == n)]
+        if len(w) >= 2:
+            worst = max(worst, float((w.max() - w.min()) / w.sum()))
+    return worst

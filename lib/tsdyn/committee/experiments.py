@@ -10,8 +10,10 @@ import math
 
 import numpy as np
 
-from .analysis import growth_rate, max_gap, plateau_stats, stationary_error
+from .analysis import (growth_rate, max_gap, plateau_stats, stationary_error, unit_arrangement,
+                       weight_imbalance)
 from .params import Params
+from .sampler import initial_overlaps
 from .simulate import simulate
 from .theory import (eg_star_erf_scm, eg_star_linear_scm, linear_scm_growth_rate,
                      max_stable_eta_linear_scm, ode, plateau)
@@ -149,3 +151,73 @@ def run_with_ode(params, t_max, seed, *, n_points=200, spacing="linear", method=
     """
     run = simulate(params, t_max, seed=seed, n_points=n_points, spacing=spacing, method=method)
     return run, ode(params, init=run, atol=atol)
+
+
+def both_layers_run(*, seed, N, M, K, eta, sigma, v_star, v_init, t_max, n_points=200,
+                    method="overlaps", off=0.05):
+    """One run with both layers trained (Goldt et al. Fig. 3) against the ODE from its start.
+
+    Simulates SGD on a log-and-linear time grid (:func:`simulate`, ``spacing``
+    "log+linear"), integrates the ODE (eq. 9) from the run's own initial overlaps,
+    and reads off both: eps_g over the second half of the run (time average over the
+    evenly spaced late records, with its batch-means standard error for SGD) and the
+    final arrangement of the student units (:func:`tsdyn.committee.unit_arrangement`,
+    coded as M + 1 integers: active units per teacher unit, sorted, then units off).
+
+    Returns
+    -------
+    dict
+        ``eg_sgd``, ``eg_ode``: eps_g on the time grid; ``t``: that grid; ``win_sgd``,
+        ``win_sgd_se``, ``win_ode``: the window means; ``arr_sgd``, ``arr_ode``: the
+        final arrangements; ``imb_sgd``, ``imb_ode``: the final imbalance of the
+        second-layer weights sharing a teacher unit
+        (:func:`tsdyn.committee.weight_imbalance`).
+    """
+    p = Params(N=N, M=M, K=K, eta=eta, sigma=sigma, v_star=v_star, v_init=v_init,
+               train_second_layer=True)
+    run = simulate(p, t_max, seed=seed, n_points=n_points, spacing="log+linear", method=method)
+    theory = ode(p, init=run)
+    lin = np.linspace(0.0, t_max, max(n_points // 2, 2))  # the linear part of the grid
+    late = lin[lin >= t_max / 2]  # (recorded at whole steps: nearest recorded times)
+    sgd_mean, sgd_se = stationary_error(run.sel(t=late, method="nearest"), 0.0)
+    ode_mean = float(theory.eg.sel(t=late, method="nearest").mean())
+    end_s, end_o = run.isel(t=-1), theory.isel(t=-1)
+    return {"t": run.t.values, "eg_sgd": run.eg.values, "eg_ode": theory.eg.values,
+            "win_sgd": sgd_mean, "win_sgd_se": sgd_se, "win_ode": ode_mean,
+            "arr_sgd": np.array(unit_arrangement(end_s.R.values, end_s.v.values, off=off)),
+            "arr_ode": np.array(unit_arrangement(end_o.R.values, end_o.v.values, off=off)),
+            "imb_sgd": weight_imbalance(end_s.R.values, end_s.v.values, off=off),
+            "imb_ode": weight_imbalance(end_o.R.values, end_o.v.values, off=off)}
+
+
+def both_layers_ode_limit(*, seed, N, M, K, eta, sigma, v_star, v_init, t_max, n_points=61,
+                          off=0.05):
+    """eps_g of the ODE (eq. 9) integrated from a random start, and how far it is from its limit.
+
+    The start is the law of SGD's initial overlaps at input dimension ``N``
+    (:func:`tsdyn.committee.initial_overlaps`: Q, R from Gaussian weights, the teacher
+    vectors then orthonormalised so that T = I) with
+    second-layer weights ``v_init``, as for the crosses of Goldt et al. Fig. 3c. The
+    ODE runs to ``t_max`` on a log grid (integrated at atol 1e-12, well below the
+    errors of order sigma^2 eta measured here).
+
+    Returns
+    -------
+    dict
+        ``eg``: eps_g at t_max; ``eg_decade``: at t_max / 10; ``rel_change``: their
+        relative difference (eg_decade - eg) / eg, the convergence criterion (how much
+        eps_g still moved over the last decade of time); ``arr``: the final arrangement
+        of the units (:func:`tsdyn.committee.unit_arrangement`).
+    """
+    p = Params(N=N, M=M, K=K, eta=eta, sigma=sigma, v_star=v_star, v_init=v_init,
+               train_second_layer=True)
+    G = initial_overlaps(p, seed)
+    # orthonormalise the teacher vectors (Gram-Schmidt): T = I, as the theory assumes
+    R0 = np.linalg.solve(np.linalg.cholesky(G[K:, K:]), G[K:, :K]).T
+    theory = ode(p, t_max, Q0=G[:K, :K], R0=R0, v0=v_init,
+                 n_points=n_points, spacing="log", atol=1e-12)
+    eg = float(theory.eg.values[-1])
+    eg_decade = float(theory.eg.interp(t=t_max / 10).values)
+    end = theory.isel(t=-1)
+    return {"eg": eg, "eg_decade": eg_decade, "rel_change": (eg_decade - eg) / eg,
+            "arr": np.array(unit_arrangement(end.R.values, end.v.values, off=off))}

@@ -231,19 +231,48 @@ def fixed_point(params, *, Q0=None, R0=None, T=None, v0=None, init=None, tol=1e-
                                    "eg_rtol": eg_rtol})
 
 
-def denoising_fixed_point(params, **kwargs):
-    """The ODE fixed point of the denoising solution, both layers trained, M = 1.
+def denoising_fixed_point(params, *, counts=None, **kwargs):
+    """The ODE fixed point of a denoising solution, both layers trained (Goldt et al. sec. 3).
 
-    Starts :func:`fixed_point` with every student unit on the teacher (Q = 1,
-    R = 1) and the teacher's weight shared, v_k = v* / K: the state whose error
-    eq. (15) of Goldt et al. gives for small eta. ``kwargs`` go to
-    :func:`fixed_point`.
+    The denoising ansatz of Goldt et al. (sec. 3 and SM E, there for K = Z M): the
+    student units form groups, group n sitting on teacher unit n, and the units of a
+    group share that teacher unit's second-layer weight, so the student's output
+    averages several noisy copies of each teacher unit. Here every unit of group n
+    starts as an exact copy of w*_n (R_kn = T_nn' rows, Q_kl = T_n(k)n(l)) with
+    v_k = v* / Z_n, Z_n the size of the group, and :func:`fixed_point` integrates
+    the full ODEs (eq. 9) from there. Copies stay copies under the ODE, so this is
+    the fixed point on the ansatz at the given eta and sigma, to all orders (the
+    paper expands it to first order in sigma^2; eq. 15 is its small-eta limit at
+    M = 1). Units not in any group are switched off (w_k = 0, v_k = 0, a state the
+    ODE leaves unchanged and which adds nothing to the output).
+
+    Parameters
+    ----------
+    params : Params
+        erf units, both layers trained, T = I, no weight decay.
+    counts : sequence of M ints, optional
+        Units on each teacher unit, each >= 1, summing to at most K (the rest are
+        off). Default: K / M each, which needs K to be a multiple of M (K = Z M).
+    kwargs :
+        Passed to :func:`fixed_point`.
     """
     _require(params, g="erf", both_layers=True)
-    if params.M != 1:
-        raise ValueError(f"the denoising solution is built for M = 1; got M={params.M}")
-    K = params.K
-    return fixed_point(params, Q0=np.ones((K, K)), R0=np.ones((K, 1)), v0=params.v_star / K, **kwargs)
+    K, M = params.K, params.M
+    if counts is None:
+        if K % M:
+            raise ValueError(f"K must be a multiple of M (K = Z M) without counts; got K={K}, M={M}")
+        counts = [K // M] * M
+    counts = [int(c) for c in counts]
+    if len(counts) != M or min(counts) < 1 or sum(counts) > K:
+        raise ValueError(f"counts must be M={M} integers >= 1 summing to at most K={K}; got {counts}")
+    group = np.repeat(np.arange(M), counts)
+    on = len(group)
+    R0 = np.zeros((K, M))
+    R0[np.arange(on), group] = 1.0
+    Q0 = R0 @ R0.T
+    v0 = np.zeros(K)
+    v0[:on] = params.v_star / np.asarray(counts, float)[group]
+    return fixed_point(params, Q0=Q0, R0=R0, v0=v0, **kwargs)
 
 
 def _symmetric_state(K, q, c, r):
