@@ -53,9 +53,8 @@ def sgd_ode_gap(*, seed, t_max, n_points=41, method="network", **params):
     ``params`` are the :class:`Params` fields, ``method`` that of :func:`simulate`
     ("network", or "overlaps" for the exact-in-law overlap sampler).
     """
-    p = Params(**params)
-    run = simulate(p, t_max, seed=seed, n_points=n_points, method=method)
-    return {"gap": max_gap(run, ode(p, init=run))}
+    run, theory = run_with_ode(Params(**params), t_max, seed, n_points=n_points, method=method)
+    return {"gap": max_gap(run, theory)}
 
 
 def linear_growth_rate(*, seed, N, K, x, batch, n_points=9):
@@ -117,6 +116,8 @@ def asymptotic_error(*, seed, t_max, n_points=400, later=10.0, method="overlaps"
         label noise, over its window mean (near 1 for an imperfect fixed point whose
         error the noise does not cause; near 0 when the error is the noise's).
     """
+    if not later > 1.0:
+        raise ValueError(f"later must be > 1 (a multiple of t_max), got {later}")
     p = Params(**params)
     run = simulate(p, t_max, seed=seed, n_points=n_points, method=method)
     theory = ode(p, init=run)
@@ -127,12 +128,13 @@ def asymptotic_error(*, seed, t_max, n_points=400, later=10.0, method="overlaps"
     ode_mean = stationary_error(theory, half)[0]
     ode_first = stationary_error(theory.sel(t=slice(None, three_quarters)), half)[0]
     ode_second = stationary_error(theory, three_quarters)[0]
-    ode_later = float(ode(p, init=run, t_eval=[0.0, later * t_max]).eg[-1])
     closed = (eg_star_erf_scm(p, T=run.T.values) if p.g == "erf"
               else eg_star_linear_scm(p, finite_size=True))
-    end = theory.isel(t=-1)  # continued without label noise: what is left is not noise
-    noise_free = float(ode(dataclasses.replace(p, sigma=0.0), t_eval=[0.0, t_max], Q0=end.Q.values,
-                           R0=end.R.values, T=theory.T.values, v0=end.v.values).eg[-1])
+    end = theory.isel(t=-1)
+    from_end = {"Q0": end.Q.values, "R0": end.R.values, "T": theory.T.values, "v0": end.v.values}
+    ode_later = float(ode(p, t_eval=[0.0, (later - 1.0) * t_max], **from_end).eg[-1])
+    # continued without label noise: what is left is not the noise's
+    noise_free = float(ode(dataclasses.replace(p, sigma=0.0), t_eval=[0.0, t_max], **from_end).eg[-1])
     n_spare = max(p.K - p.M, 0)
     return {"sgd": sgd, "sgd_se": sgd_se, "ode": ode_mean, "closed": closed,
             "sgd_drift_z": (second - first) / math.hypot(first_se, second_se),
