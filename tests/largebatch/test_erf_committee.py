@@ -88,16 +88,21 @@ def test_leading_terms_classify_the_three_regimes():
         ec.simulate(np.eye(4), 2, 5, gamma=0.1, d=5, n_b=1, seed=0)
 
 
-def test_map_tracks_sgd_in_the_population_and_saad_solla_regimes():
-    """d = 10^4 as in the paper, 16 runs to t = 1000 (before any escape from the unspecialised
-    plateau, which the symmetric map cannot make). Allowed gap: 4 s.e. of the mean over runs
-    (16 runs, ~10 compared times, two-sided) plus 2% of the error for the O(d^-1/2) = 1%
-    corrections and the dropped O(gamma^2) square-of-drift term (gamma = 0.08 in Saad-Solla)."""
-    for regime in ("population", "saad_solla"):
+def test_finite_d_map_tracks_sgd_before_the_plateau_escape():
+    """d = 10^4 as in the paper, 16 runs to t = 1000 (before the escape from the unspecialised
+    plateau, which the symmetric map cannot make), all three regimes. The finite-d map (every
+    term) is within 4 s.e. of the mean over runs (16 runs, ~10 compared times, two-sided) plus
+    0.5% of the error (the map starts at Q12 = 0, the runs at Q12 ~ d^-1/2: 0.1% at t = 0).
+    The leading-term map misses the O(gamma^2) square of the drift: in the Saad-Solla regime
+    (gamma = 0.08) it sits more than 1% below SGD on the plateau (measured 1.4-1.6%)."""
+    for regime in ("population", "saad_solla", "noise"):
         runs = ec.regime_runs(regime=regime, d=10_000, steps=1000, runs=16, seed=3, n_points=12)
-        th = ec.regime_map(regime=regime, d=10_000, steps=1000, n_points=12)
+        full = ec.regime_map(regime=regime, d=10_000, steps=1000, n_points=12, full=True).eg.values
         mean = runs["eg"].mean(0)
         se = runs["eg"].std(0, ddof=1) / 4
-        gap = np.abs(mean - th.eg.values)
-        assert np.all(gap <= 4 * se + 0.02 * th.eg.values), (regime, gap, se)
-        assert th.eg.values[-1] < 0.9 * th.eg.values[0]  # it learned something in the window
+        gap = np.abs(mean - full)
+        assert np.all(gap <= 4 * se + 0.005 * full), (regime, gap, se)
+        if regime == "saad_solla":
+            lead = ec.regime_map(regime=regime, d=10_000, steps=1000, n_points=12).eg.values
+            assert (mean[-1] - lead[-1]) / lead[-1] > 0.01
+            assert full[-1] < 0.2 * full[0]  # it learned: on the plateau, not at the start

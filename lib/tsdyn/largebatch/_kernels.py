@@ -384,7 +384,7 @@ def erf_test_error(Om, p):
 
 
 @njit
-def erf_expected_map_steps(Om, n_steps, p, gamma, ratio, noise, drift, noise_term):
+def erf_expected_map_steps(Om, n_steps, p, gamma, ratio, noise, drift, noise_term, square_drift, n_b):
     """``n_steps`` steps of the expected projected map on the overlaps Om (in place).
 
     Arnaboldi et al. (2024), "Exact low-dimensional asymptotic dynamics": with
@@ -392,7 +392,10 @@ def erf_expected_map_steps(Om, n_steps, p, gamma, ratio, noise, drift, noise_ter
     E[g'(h_j) g'(h_l)] (I4 and J2 sums, Saad & Solla's closed forms),
         dM_jr = (gamma/p) E1_j,p+r,
         dQ_jl = (gamma/p) (E1_jl + E1_lj)  +  (gamma/p)^2 (d/n_b) E2_jl,
-    the first ("drift") and second ("noise") kept as flagged; then each row is renormalised:
+    the first ("drift") and second ("noise") kept as flagged. ``square_drift`` adds the mean
+    squared norm of the batch-mean gradient beyond its single-sample part, (gamma/p)^2 (1 - 1/n_b)
+    E1_j^T Om^-1 E1_l (the vector E[c_j z] lies in the span and has overlaps E1_j / p with its rows;
+    the paper's "off-diagonal I4" term, O(gamma^2), dropped in the limit). Then each row is renormalised:
     M'_jr = (M + dM)_jr / sqrt(1 + dQ_jj), Q'_jl = (Q + dQ)_jl / sqrt((1 + dQ_jj)(1 + dQ_ll)).
     Returns False if a norm left (0, inf)."""
     n = Om.shape[0]
@@ -402,19 +405,28 @@ def erf_expected_map_steps(Om, n_steps, p, gamma, ratio, noise, drift, noise_ter
     eta = gamma / p
     for _ in range(n_steps):
         new[:] = Om
-        if drift:
+        if drift or square_drift:
             for j in range(p):
                 for i in range(n):
                     acc = 0.0
                     for a in range(n):
                         acc += w[a] * activations.i3(activations.ERF, Om, j, i, a)
                     E1[j, i] = acc
+        if drift:
             for j in range(p):
                 for l in range(p):
                     new[j, l] += eta * (E1[j, l] + E1[l, j])
                 for r in range(p, n):
                     new[j, r] += eta * E1[j, r]
                     new[r, j] = new[j, r]
+        if square_drift:
+            X = np.linalg.solve(Om, np.ascontiguousarray(E1.T))  # (n, p): Om^-1 E1_l
+            for j in range(p):
+                for l in range(p):
+                    acc = 0.0
+                    for i in range(n):
+                        acc += E1[j, i] * X[i, l]
+                    new[j, l] += eta * eta * (1.0 - 1.0 / n_b) * acc
         if noise_term:
             for j in range(p):
                 for l in range(p):

@@ -114,7 +114,8 @@ def _dataset(kind, record, eg, Om, p, attrs):
         attrs={"kind": kind, "p": p, "k": k, **attrs})
 
 
-def expected_map(Om0, p, steps, *, gamma, d, n_b, noise=0.0, drift=True, noise_term=True, n_points=40):
+def expected_map(Om0, p, steps, *, gamma, d, n_b, noise=0.0, drift=True, noise_term=True, square_drift=False,
+                 n_points=40):
     """The paper's deterministic map on the overlaps, iterated ``steps`` times from ``Om0``.
 
     Arnaboldi et al. (2024), "Exact low-dimensional asymptotic dynamics" (the mu = 0 equations of
@@ -124,7 +125,9 @@ def expected_map(Om0, p, steps, *, gamma, d, n_b, noise=0.0, drift=True, noise_t
              + (gamma/p)^2 (d/n_b) E[g'(lambda_j) g'(lambda_l) ((f* - f)^2 + noise)],
     then the projection (each student row divided by its new norm); see
     :func:`tsdyn.largebatch._kernels.erf_expected_map_steps`. ``drift`` / ``noise_term`` keep the
-    first / second line (:func:`leading_terms` gives the d -> infinity choice).
+    first / second line (:func:`leading_terms` gives the d -> infinity choice); ``square_drift``
+    adds the O(gamma^2) squared norm of the batch-mean gradient, (gamma/p)^2 (1 - 1/n_b) |E[c_j z]|^2,
+    which vanishes against the drift as gamma -> 0 (a finite-d correction).
 
     Returns an xarray.Dataset with ``eg`` (t), ``M`` (t, j, r), ``Q`` (t, j, j2); t in SGD steps on
     ``n_points`` log-spaced whole steps (0 included).
@@ -141,12 +144,13 @@ def expected_map(Om0, p, steps, *, gamma, d, n_b, noise=0.0, drift=True, noise_t
     t = 0
     for i, target in enumerate(record):
         if not _kernels.erf_expected_map_steps(Om, int(target - t), int(p), float(gamma), d / n_b, float(noise),
-                                               bool(drift), bool(noise_term)):
+                                               bool(drift), bool(noise_term), bool(square_drift), int(n_b)):
             break
         t = target
         out[i], eg[i] = Om, test_error(Om, p)
     return _dataset("theory", record, eg, out, p, dict(gamma=gamma, d=d, n_b=n_b, noise=noise,
-                                                      drift=int(drift), noise_term=int(noise_term)))
+                                                      drift=int(drift), noise_term=int(noise_term),
+                                                      square_drift=int(square_drift)))
 
 
 def simulate(Om0, p, steps, *, gamma, d, n_b, seed, noise=0.0, n_points=40):
@@ -205,8 +209,9 @@ def regime_runs(*, regime, d, steps, runs, seed, p=2, k=2, noise=0.01, n_points=
 def regime_map(*, regime, d, steps, p=2, k=2, noise=0.01, n_points=30, full=False):
     """The map of one of :data:`REGIMES` from the symmetric start M = 0, Q = I (the mean of
     :func:`initial_overlaps` up to O(d^-1/2)), with the regime's leading terms only (``full``
-    False: the d -> infinity theory) or with both terms (``full`` True: the finite-d map)."""
+    False: the d -> infinity theory) or with every term (``full`` True: the finite-d map, with
+    the O(gamma^2) square of the drift too)."""
     s = regime_setting(regime, d)
     drift, noise_term = (True, True) if full else (s["drift"], s["noise_term"])
     return expected_map(np.eye(p + k), p, steps, gamma=s["gamma"], d=d, n_b=s["n_b"], noise=noise,
-                        drift=drift, noise_term=noise_term, n_points=n_points)
+                        drift=drift, noise_term=noise_term, square_drift=bool(full), n_points=n_points)
