@@ -196,14 +196,15 @@ def simulate(Om0, p, steps, *, gamma, d, n_b, seed, noise=0.0, n_points=40):
 
 def regime_runs(*, regime, d, steps, runs, seed, p=2, k=2, noise=0.01, n_points=30):
     """``runs`` SGD runs of one of :data:`REGIMES` (distinct child seeds of ``seed``, each from its
-    own :func:`initial_overlaps`). Returns ``t`` and ``eg`` (runs, t), ``M`` (runs, t, p, k)."""
+    own :func:`initial_overlaps`). Returns ``t``, ``eg`` (runs, t), ``M`` (runs, t, p, k),
+    ``Q`` (runs, t, p, p) and ``diverged`` (runs,)."""
     _validate.integer("runs", runs, low=2, doc="number of SGD runs")
     s = regime_setting(regime, d)
     sim = [simulate(initial_overlaps(p, k, d, child), p, steps, seed=child, gamma=s["gamma"], d=d,
                     n_b=s["n_b"], noise=noise, n_points=n_points)
            for child in _seeds.children(_seeds.seed_sequence(seed), runs)]
     return {"t": sim[0].t.values, "eg": np.array([r.eg.values for r in sim]),
-            "M": np.array([r.M.values for r in sim]), "diverged": np.array([bool(r.diverged) for r in sim])}
+            "M": np.array([r.M.values for r in sim]), "Q": np.array([r.Q.values for r in sim]), "diverged": np.array([bool(r.diverged) for r in sim])}
 
 
 def regime_map(*, regime, d, steps, p=2, k=2, noise=0.01, n_points=30, full=False):
