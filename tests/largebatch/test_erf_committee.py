@@ -106,3 +106,22 @@ def test_finite_d_map_tracks_sgd_before_the_plateau_escape():
             lead = ec.regime_map(regime=regime, d=10_000, steps=1000, n_points=12).eg.values
             assert (mean[-1] - lead[-1]) / lead[-1] > 0.01
             assert full[-1] < 0.2 * full[0]  # it learned: on the plateau, not at the start
+
+
+def test_erf_only_integrals_equal_the_shared_closed_forms():
+    """The theory's erf-only I2, I3, I4, J2 (kept separate for compile time) equal
+    tsdyn.activations' erf branch to rounding at a random covariance."""
+    from tsdyn import activations as act
+    from tsdyn.largebatch import _erf_kernels as k
+
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((4, 7))
+    C = X @ X.T / 7
+    for a in range(4):
+        for b in range(4):
+            assert k.erf_i2(C, a, b) == pytest.approx(act.i2(act.ERF, C, a, b), abs=1e-14)
+            assert k.erf_j2(C, a, b) == pytest.approx(act.j2(act.ERF, C, a, b), abs=1e-14)
+            for c in range(4):
+                assert k.erf_i3(C, a, b, c) == pytest.approx(act.i3(act.ERF, C, a, b, c), abs=1e-14)
+                for e in range(4):
+                    assert k.erf_i4(C, a, b, c, e) == pytest.approx(act.i4(act.ERF, C, a, b, c, e), abs=1e-14)

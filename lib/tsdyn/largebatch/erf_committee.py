@@ -16,7 +16,7 @@ M = W W*^T, P = W* W*^T = I. Two independent code paths share only this state:
   drift term of order gamma (Saad & Solla's I3 integrals) and the noise term of order
   gamma^2 d / n_b (I4 and J2), each switched on where it leads (:func:`leading_terms`);
 - the simulation, :func:`simulate`: the SGD Markov chain on Om drawn exactly in law at a cost
-  O(n_b (p + k)^2) per step, whatever d (:func:`tsdyn.largebatch._kernels.erf_overlap_steps`).
+  O(n_b (p + k)^2) per step, whatever d (:func:`tsdyn.largebatch._erf_kernels.erf_overlap_steps`).
 
 The test error is eps_g = E[(f(z) - f*(z))^2] / 2 on a fresh noiseless sample, closed-form in
 Om (:func:`test_error`).
@@ -28,7 +28,7 @@ import numpy as np
 import xarray as xr
 
 from .. import _grids, _seeds, _validate
-from . import _kernels
+from . import _erf_kernels
 
 # The paper's three settings of its erf figure (p = k = 2, d = 10^4, noise 1e-2, start with
 # M = 0): batch n_b = round(n0 d^mu), learning rate gamma0 d^-delta. gamma d / n_b =
@@ -100,7 +100,7 @@ def initial_overlaps(p, k, d, seed):
 
 def test_error(Om, p):
     """eps_g = E[(f - f*)^2] / 2 for the overlaps Om (closed form: Saad & Solla's I2 for erf)."""
-    return float(_kernels.erf_test_error(np.ascontiguousarray(Om, dtype=float), int(p)))
+    return float(_erf_kernels.erf_test_error(np.ascontiguousarray(Om, dtype=float), int(p)))
 
 
 def _dataset(kind, record, eg, Om, p, attrs):
@@ -124,7 +124,7 @@ def expected_map(Om0, p, steps, *, gamma, d, n_b, noise=0.0, drift=True, noise_t
         dQ = (gamma/p) (E[g'(lambda_j) lambda_l (f* - f)] + (j <-> l))
              + (gamma/p)^2 (d/n_b) E[g'(lambda_j) g'(lambda_l) ((f* - f)^2 + noise)],
     then the projection (each student row divided by its new norm); see
-    :func:`tsdyn.largebatch._kernels.erf_expected_map_steps`. ``drift`` / ``noise_term`` keep the
+    :func:`tsdyn.largebatch._erf_kernels.erf_expected_map_steps`. ``drift`` / ``noise_term`` keep the
     first / second line (:func:`leading_terms` gives the d -> infinity choice); ``square_drift``
     adds the O(gamma^2) squared norm of the batch-mean gradient, (gamma/p)^2 (1 - 1/n_b) |E[c_j z]|^2,
     which vanishes against the drift as gamma -> 0 (a finite-d correction).
@@ -143,7 +143,7 @@ def expected_map(Om0, p, steps, *, gamma, d, n_b, noise=0.0, drift=True, noise_t
     eg = np.full(len(record), np.nan)
     t = 0
     for i, target in enumerate(record):
-        if not _kernels.erf_expected_map_steps(Om, int(target - t), int(p), float(gamma), d / n_b, float(noise),
+        if not _erf_kernels.erf_expected_map_steps(Om, int(target - t), int(p), float(gamma), d / n_b, float(noise),
                                                bool(drift), bool(noise_term), bool(square_drift), int(n_b)):
             break
         t = target
@@ -157,7 +157,7 @@ def simulate(Om0, p, steps, *, gamma, d, n_b, seed, noise=0.0, n_points=40):
     """One projected-SGD run from the overlaps ``Om0``, drawn exactly in law on the overlaps.
 
     A step costs O(n_b (p + k)^2) whatever d (see
-    :func:`tsdyn.largebatch._kernels.erf_overlap_steps` for why it is exact: the fields of the
+    :func:`tsdyn.largebatch._erf_kernels.erf_overlap_steps` for why it is exact: the fields of the
     batch live in span(W, W*), and the rest of the step enters the overlaps only through a
     p x p Wishart matrix with d - p - k degrees of freedom). Same output as :func:`expected_map`,
     plus ``diverged``.
@@ -183,7 +183,7 @@ def simulate(Om0, p, steps, *, gamma, d, n_b, seed, noise=0.0, n_points=40):
             xi = rngs[1].standard_normal(m * n_b)
             chi2 = rngs[2].chisquare(dof, size=(m, p))
             off = rngs[3].standard_normal((m, p * (p - 1) // 2))
-            done, diverged = _kernels.erf_overlap_steps(Om, A, xi, chi2, off, int(n_b), int(p), float(gamma),
+            done, diverged = _erf_kernels.erf_overlap_steps(Om, A, xi, chi2, off, int(n_b), int(p), float(gamma),
                                                         math.sqrt(noise))
             t += int(done)
         if diverged:
