@@ -133,8 +133,8 @@ def test_chapter_agreement_figures(glued):
     assert g["gsteps_l2_0"] < g["gsteps_l2_2"]
     # Overlap dynamics, panel (c): no run changes sign (the text says so), all end near m = 1.
     assert g["dyn_c_n_negative"] == 0 and g["dyn_c_final_min"] > 0.99
-    # The expected one-step map at d = 64, He3, n_b = 8, gamma = 0.3, m0 = 0.3 against 3000 one-step
-    # SGD samples: the text quotes a discrepancy of a factor os_ratio; it must be far outside the
+    # The expected one-step map at d = 64, He3, n_b = 8, gamma = 0.3, m0 = 0.3 against one_step_samples one-step
+    # SGD samples (2400 at quick scale): the text quotes a discrepancy of a factor os_ratio; it must be far outside the
     # Monte Carlo error (10 s.e.) and the ratio glued must be the one measured (to its rounding).
     assert g["os_sim"] - g["os_map"] > 10 * g["os_sim_se"]
     assert g["os_ratio"] == pytest.approx(g["os_sim"] / g["os_map"], rel=0.1)
