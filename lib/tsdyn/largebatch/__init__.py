@@ -3,7 +3,9 @@
 
 Hermite expansions (:func:`hermite_coefficients`, :func:`information_exponent`,
 :func:`leap_exponent`), the simulation (:func:`simulate`, :func:`recovery_time`) and
-the theory (:mod:`.theory`) share only :class:`Params`.
+the theory (:mod:`.theory`) share only :class:`Params`. The paper's two-unit erf network
+(projected SGD on an erf target of two directions, its exact-asymptotics figure) has its own
+sampler and step map in :mod:`.erf_committee`.
 """
 
 from .hermite import (closed_form_coefficients, hermite_coefficients, hermite_coefficients_nd, hermite_he,
