@@ -17,7 +17,9 @@ on numba's threads (solve(threads=...), NUMBA_NUM_THREADS).
       for them). NumPy evaluates theta for every sample at every step (a per-sample
       gather of the in-batch steps costs it more than the dense product); numba skips
       the out-of-batch steps and, within a sample, sums the force over its in-batch
-      steps only, which is the point of compiling the loop. Target >= 10x;
+      steps only, which is the point of compiling the loop. Target >= 10x. Also against
+      the same NumPy with its responses batched (one stacked solve per number of in-batch
+      steps instead of a Python loop over the response samples);
    b. the step-by-step integration in plain NumPy (the algorithm before the closed form,
       the baseline of earlier versions of this file: more work), and the step-by-step
       numba kernel (what solve runs at b = 1);
@@ -115,7 +117,7 @@ def _pointwise(data, m, k, theta_k):
     return S[k] * (-sm * y), S[k] * (sm * (1 - sm))
 
 
-def numpy_iteration(data, kern, n_resp):
+def numpy_iteration(data, kern, n_resp, batched=False):
     """The solver's algorithm in plain NumPy on pre-drawn samples (S, Z time-major).
 
     The same closed form as the kernel: R, P by their recursion (rows vectorised), Q =
@@ -123,7 +125,10 @@ def numpy_iteration(data, kern, n_resp):
     R[k, :k] (s Lambda')[:k], vectorised over the samples (all samples at every step:
     NumPy cannot skip the out-of-batch entries of a sample at less cost than computing
     them); M_C and the projections by BLAS; the response by the Dyson equation restricted
-    to each response sample's in-batch steps, one LAPACK triangular solve per sample.
+    to each response sample's in-batch steps, one LAPACK triangular solve per sample
+    (a Python loop over the samples), or, if ``batched``, one stacked np.linalg.solve per
+    number of in-batch steps (the samples grouped by it: fewer Python calls, but LU
+    instead of a triangular solve, and the scatter by np.add.at).
     """
     c, y, h0, th0, S, Z = data
     m, lamhat, MC, MR = kern
@@ -147,6 +152,18 @@ def numpy_iteration(data, kern, n_resp):
     proj = A1 @ (c + sD * h0)
     MC_sum = A1 @ A1.T
     resp = np.zeros((n_t, n_t))
+    if batched:
+        Sr = S[:, :n_resp].astype(bool)
+        counts = Sr.sum(0)
+        for nb in np.unique(counts[counts >= 2]):
+            qs = np.flatnonzero(counts == nb)
+            B = np.nonzero(Sr[:, qs].T)[1].reshape(len(qs), nb)  # in-batch steps, row per sample
+            RB = R[B[:, :, None], B[:, None, :]]
+            a2 = A2[B, qs[:, None]]
+            X = np.linalg.solve(np.eye(nb) + (dt * D) * RB * a2[:, None, :], RB)
+            vals = np.tril(a2[:, :, None] * X * a2[:, None, :], -1)
+            np.add.at(resp, (B[:, :, None], B[:, None, :]), vals)
+        return dict(proj=proj, MC=np.tril(MC_sum), resp=resp, l2=A2.sum(1))
     for q in range(n_resp):
         B = np.flatnonzero(S[:, q])
         if B.size < 2:
@@ -210,6 +227,7 @@ def compare(n_t, N, n_resp, what):
     work_step = _stepwise_work(n_t, n_resp)
     a = numba_iteration(N, n_t, kern, n_resp, keys, work)
     b = numpy_iteration(data, kern, n_resp)
+    bb = numpy_iteration(data, kern, n_resp, batched=True)
     c = numpy_stepwise(data, kern, n_resp)
     d = numba_iteration(N, n_t, kern, n_resp, keys, work_step, _kernels.iteration)
     loss, model = codes(P)
@@ -219,11 +237,12 @@ def compare(n_t, N, n_resp, what):
     rng = np.random.default_rng(1)
     threads = numba.get_num_threads()
     numba_iteration(N, n_t, kern, n_resp, keys, work, _kernels.iteration_closed_threads)  # compile
-    t_nb, t_thr, t_np, t_step, t_nb_step, t_floor, t_ops, t_draw, t_proc = best_of(
+    t_nb, t_thr, t_np, t_npb, t_step, t_nb_step, t_floor, t_ops, t_draw, t_proc = best_of(
         [lambda: numba_iteration(N, n_t, kern, n_resp, keys, work),
          lambda: numba_iteration(N, n_t, kern, n_resp, keys, work,
                                  _kernels.iteration_closed_threads),
          lambda: numpy_iteration(data, kern, n_resp),
+         lambda: numpy_iteration(data, kern, n_resp, batched=True),
          lambda: numpy_stepwise(data, kern, n_resp),
          lambda: numba_iteration(N, n_t, kern, n_resp, keys, work_step, _kernels.iteration),
          lambda: rng.standard_normal((N, n_t)),
@@ -232,12 +251,14 @@ def compare(n_t, N, n_resp, what):
          lambda: numba_iteration(N, n_t, kern, 0, keys, work)],
         repeats=REPEATS if N * n_t < 10 ** 6 else 3)
     print(f"one iteration, {what}: n_t={n_t}, n_samples={N}, n_resp={n_resp}, b={P.b} (numba "
-          f"agrees with the same algorithm in NumPy to {_agree(a, b):.1e}, with the step-by-step "
+          f"agrees with the same algorithm in NumPy to {_agree(a, b):.1e} (responses batched: "
+          f"{_agree(a, bb):.1e}), with the step-by-step "
           f"integration in NumPy to {_agree(a, c):.1e} and in numba to {_agree(a, d):.1e}, relative)")
     print(f"  numba (serial, {_kernels.GROUPS} sample groups) vs the same algorithm in plain NumPy "
           f"(one BLAS thread): {t_np / t_nb:6.1f}x faster (target >= 10x); the groups on {threads} "
           f"threads: {t_np / t_thr:5.1f}x (threads gain {t_nb / t_thr:.2f}x on this machine's "
-          f"{os.cpu_count()} cores, shared with whatever else runs)")
+          f"{os.cpu_count()} cores, shared with whatever else runs); vs that NumPy with its "
+          f"responses batched by size: {t_npb / t_nb:5.1f}x")
     print(f"  numba vs the step-by-step algorithm in plain NumPy: {t_step / t_nb:6.1f}x; vs the "
           f"step-by-step numba kernel: {t_nb_step / t_nb:5.1f}x (that kernel vs the step-by-step "
           f"NumPy: {t_step / t_nb_step:.1f}x)")

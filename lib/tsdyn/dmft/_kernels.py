@@ -785,9 +785,9 @@ def _group_closed(g, G, keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b
         draw_samples(keys, a0, nc, model, rho, Delta, R0, b, p01, p10, c, y, h0, th0, S, Z)
         _transpose_chunk(S, Z, ST, ZT, nc)
         for q in range(nc):
-            nb = _sample_path(full, ST[q], ZT[q], c[q], y[q], h0[q], th0[q], m, R, P, Q, sD, dt, loss,
-                              model, L, E, U, B, F, a2, MC_sum, sums[0], sums[1], sums[2], sums[3],
-                              sums[4])
+            nb = _sample_path(full, ST[q], ZT[q], c[q], y[q], h0[q], th0[q], m, R, P, Q, sD, dt,
+                              loss, model, L, E, U, B, F, a2, MC_sum, sums[0], sums[1], sums[2],
+                              sums[3], sums[4])
             if a0 + q < n_resp:
                 _sample_response(nb, B, a2, R, dt, Delta, X, resp)
 

@@ -108,11 +108,12 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, damping=0.3, t
     them (:func:`._kernels.iteration_closed`): cost per iteration O(n_t^3 + n_samples
     (b n_t^2/2 + (b n_t)^2) + n_resp (b n_t)^3/6), memory O(GROUPS (n_t^2 + CHUNK n_t)).
     Both equal the same discretised process up to float rounding (at b = 1 the closed
-    form evaluates every step and is slower). The samples are split into ``_kernels.GROUPS`` fixed groups
-    that run on numba's threads, each with its own partial sums added in group order, so
-    the result is bit-identical for any number of threads. The iterations skip the loss value
-    (the kernels do not need it); one last pass with the final kernels gives the
-    training loss and accuracy.
+    form evaluates every step and is slower); the closed form's iterations sum r^2 (for
+    the divergence check) over the in-batch samples only. The samples are split into
+    ``_kernels.GROUPS`` fixed groups that run on numba's threads, each with its own
+    partial sums added in group order, so the result is bit-identical for any number of
+    threads. The iterations skip the loss value (the kernels do not need it); one last
+    pass with the final kernels gives the training loss and accuracy.
 
     At dt = eta these are the d -> infinity equations of the discrete algorithm itself
     (derivation Sec. 6); for b = 1 or a persistent chain, dt -> 0 is the (stochastic)
