@@ -6,22 +6,36 @@ the NumPy baseline is not slowed down (or sped up) by threads fighting over the 
 the numba iteration is serial (solve's default), and is also timed with its sample groups
 on numba's threads (solve(threads=...), NUMBA_NUM_THREADS).
 
-1. One fixed-point iteration of :func:`tsdyn.dmft.solve` (draw the effective samples,
-   noise from the Cholesky factor of M_C, integrate the process, accumulate the kernels,
-   exact responses chi for n_resp samples), numba against a plain-NumPy version of the
-   same iteration: samples vectorised, Python loops over time, BLAS for the memory
-   sums and M_C, only in-batch samples in the response (as the kernel does), and its
-   samples drawn beforehand (not timed: the baseline is not charged for them). At the
-   chapter's grid, a smaller and a larger one; target >= 10x. Also against the baseline
-   of earlier versions of this file, which propagated every response sample (more work).
-2. The same iteration against the floor: drawing its n_samples x n_t normals with NumPy.
+1. One fixed-point iteration of :func:`tsdyn.dmft.solve` at b = 0.3, where it runs the
+   closed form (R, P and Q = dt R Lc from the kernels, then for every sample: draw it,
+   evaluate theta in closed form at its in-batch steps, accumulate the kernels; for the
+   first n_resp samples the response chi by the Dyson equation restricted to their
+   in-batch steps), in numba against, in the same run:
+   a. the same algorithm in plain NumPy: samples vectorised, Python loops over time,
+      BLAS for Q Z, the forcing sums and M_C, one LAPACK triangular solve per response
+      sample, and its samples drawn beforehand (not timed: the baseline is not charged
+      for them). NumPy evaluates theta for every sample at every step (a per-sample
+      gather of the in-batch steps costs it more than the dense product); numba skips
+      the out-of-batch steps and, within a sample, sums the force over its in-batch
+      steps only, which is the point of compiling the loop. Target >= 10x. Also against
+      the same NumPy with its responses batched (one stacked solve per number of in-batch
+      steps instead of a Python loop over the response samples);
+   b. the step-by-step integration in plain NumPy (the algorithm before the closed form,
+      the baseline of earlier versions of this file: more work), and the step-by-step
+      numba kernel (what solve runs at b = 1);
+   c. the floor: drawing its n_samples x n_t normals with NumPy.
+   Then the numba iteration's profile: the operators R, P, Q; drawing the samples; the
+   process; the responses (each timed on its own, as fractions of the whole). At the
+   chapter's grid, a smaller and a larger one; the agreement of the three algorithms
+   (float rounding).
+2. Dispatch: at b = 1 (every step in the batch) the closed form against the step-by-step
+   numba kernel that solve uses there.
 3. Scaling with n_t: one iteration for n_t = 41..321, its log-log slope, and that of the
-   process alone (n_resp = 1); expected 2 (process, O(n_t^2 n_samples)) to 3 (response,
-   O(b n_t^3 n_resp)).
-4. Peak memory of a whole solve (tracemalloc: NumPy arrays, including the chunk
-   buffers handed to the kernels) over 8 n_t^2 bytes, for n_t = 51..401 and for
-   n_samples = 500 and 4000: O(GROUPS (n_t^2 + chunk n_t) + n_resp n_t), independent of
-   n_samples.
+   process alone (n_resp = 1); expected 2 (process, O(b n_t^2 n_samples)) to 3 (response,
+   O(b^3 n_t^3 n_resp), and the O(n_t^3) operators).
+4. Peak memory of a whole solve (tracemalloc: NumPy arrays, including the buffers
+   handed to the kernels) over 8 n_t^2 bytes, for n_t = 51..401 and for n_samples = 500
+   and 4000: O(GROUPS (n_t^2 + chunk n_t)), independent of n_samples.
 5. The chapter's two-cluster solve against one finite-d simulation of the same curve.
 """
 
@@ -37,6 +51,7 @@ import tracemalloc  # noqa: E402
 
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
+from scipy.linalg import solve_triangular  # noqa: E402
 
 import tsdyn.dmft.solve  # noqa: E402,F401
 from tsdyn import dmft  # noqa: E402
@@ -56,27 +71,64 @@ def converged_kernels(n_t, n_samples):
     return ds.m.values, ds.lamhat.values, ds.M_C.values, np.nan_to_num(ds.M_R.values)
 
 
-def numba_iteration(N, n_t, kern, n_resp, keys, work=None, kernel=None):
-    """One iteration as :func:`tsdyn.dmft.solve` runs it (without the loss value)."""
+def numba_iteration(N, n_t, kern, n_resp, keys, work=None, kernel=None, params=P):
+    """One iteration as :func:`tsdyn.dmft.solve` runs it (without the loss value); the
+    closed-form kernel unless ``kernel`` is given (``work`` must then be its workspace)."""
     m, lamhat, MC, MR = kern
-    loss, model = codes(P)
-    p01, p10 = P.switch_probabilities(P.eta)
-    work = _kernels.workspace(n_t, solve_mod.CHUNK, solve_mod.RESP_CHUNK) if work is None else work
-    kernel = _kernels.iteration if kernel is None else kernel
+    loss, model = codes(params)
+    p01, p10 = params.switch_probabilities(params.eta) if params.b < 1 else (0.0, 0.0)
+    work = _kernels.workspace_closed(n_t, solve_mod.CHUNK) if work is None else work
+    kernel = _kernels.iteration_closed if kernel is None else kernel
     MC_sum, resp = np.empty((n_t, n_t)), np.empty((n_t, n_t))
     sums = [np.empty(n_t) for _ in range(5)]  # l2, loss, acc, proj, r2
     Lc = _kernels.cholesky_shifted(MC, 1e-10)
-    kernel(keys, N, n_resp, work, model, loss, P.rho, P.L, P.Delta, P.R0, P.b, p01,
-           p10, P.lam, P.eta, Lc, m, lamhat, MR, False, MC_sum, *sums, resp)
-    return dict(proj=sums[3], MC=np.tril(MC_sum), resp=resp, l2=sums[0], acc=sums[2], r2=sums[4])
+    kernel(keys, N, n_resp, work, model, loss, params.rho, params.L, params.Delta, params.R0,
+           params.b, p01, p10, params.lam, params.eta, Lc, m, lamhat, MR, False, MC_sum, *sums,
+           resp)
+    return dict(proj=sums[3], MC=np.tril(MC_sum), resp=resp, l2=sums[0])
 
 
-def numpy_iteration(data, kern, n_resp, gather=True):
-    """The same iteration in plain NumPy on pre-drawn samples (S, Z time-major).
+def _stepwise_work(n_t, n_resp):
+    return _kernels.workspace(n_t, solve_mod.CHUNK, min(solve_mod.RESP_CHUNK, n_resp), n_resp)
 
-    ``gather=False``: the response propagates every one of the n_resp samples for each
-    impulse time j (those out of the batch at j contribute zero), as the baseline of
-    earlier versions of this benchmark did: more work, reported for comparison only.
+
+@numba.njit(cache=True)
+def _draw_all(keys, N, model, rho, Delta, R0, b, p01, p10, work):
+    """Only the drawing of one iteration's samples, chunk by chunk as the kernel does."""
+    c, y, h0, th0, S, Z = work[0][0], work[1][0], work[2][0], work[3][0], work[4][0], work[5][0]
+    chunk = c.shape[0]
+    for a0 in range(0, N, chunk):
+        _kernels.draw_samples(keys, a0, min(chunk, N - a0), model, rho, Delta, R0, b, p01, p10,
+                              c, y, h0, th0, S, Z)
+
+
+def _operators(kern, work):
+    m, lamhat, MC, MR = kern
+    Lc = _kernels.cholesky_shifted(MC, 1e-10)
+    _kernels.causal_operators(lamhat, MR, Lc, P.eta, P.lam, work[15], work[17], work[16])
+
+
+def _pointwise(data, m, k, theta_k):
+    """Lambda' and Lambda'' (logistic, two-cluster) of all samples at step k, 0 out of the batch."""
+    c, y, h0, _, S, _ = data
+    sD = np.sqrt(P.Delta)
+    r = c * m[k] + sD * (m[k] * h0 + theta_k)
+    sm = 0.5 * (1 - np.tanh(y * r / 2))  # sigma(-y r)
+    return S[k] * (-sm * y), S[k] * (sm * (1 - sm))
+
+
+def numpy_iteration(data, kern, n_resp, batched=False):
+    """The solver's algorithm in plain NumPy on pre-drawn samples (S, Z time-major).
+
+    The same closed form as the kernel: R, P by their recursion (rows vectorised), Q =
+    dt R Lc and Q Z by BLAS, then theta_k = P_k theta_0 + (Q Z)_k - dt sqrt(Delta)
+    R[k, :k] (s Lambda')[:k], vectorised over the samples (all samples at every step:
+    NumPy cannot skip the out-of-batch entries of a sample at less cost than computing
+    them); M_C and the projections by BLAS; the response by the Dyson equation restricted
+    to each response sample's in-batch steps, one LAPACK triangular solve per sample
+    (a Python loop over the samples), or, if ``batched``, one stacked np.linalg.solve per
+    number of in-batch steps (the samples grouped by it: fewer Python calls, but LU
+    instead of a triangular solve, and the scatter by np.add.at).
     """
     c, y, h0, th0, S, Z = data
     m, lamhat, MC, MR = kern
@@ -85,18 +137,61 @@ def numpy_iteration(data, kern, n_resp, gather=True):
     sD = np.sqrt(D)
     scale = np.max(np.diag(MC))
     Lc = np.linalg.cholesky(MC + 1e-10 * scale * np.eye(n_t))
-    XI = Lc @ Z
+    R, Pp = np.zeros((n_t, n_t)), np.zeros(n_t)
+    Pp[0] = 1.0
+    for k in range(n_t - 1):
+        f = 1 - dt * (lam + lamhat[k])
+        R[k + 1] = f * R[k] + dt * dt * (MR[k, :k] @ R[:k])
+        R[k + 1, k] = 1.0
+        Pp[k + 1] = f * Pp[k] + dt * dt * (MR[k, :k] @ Pp[:k])
+    QZ = (dt * (R @ Lc)) @ Z
+    A1, A2 = np.zeros((n_t, N)), np.zeros((n_t, N))
+    for k in range(n_t):
+        theta_k = Pp[k] * th0 + QZ[k] - dt * sD * (R[k, :k] @ A1[:k])
+        A1[k], A2[k] = _pointwise(data, m, k, theta_k)
+    proj = A1 @ (c + sD * h0)
+    MC_sum = A1 @ A1.T
+    resp = np.zeros((n_t, n_t))
+    if batched:
+        Sr = S[:, :n_resp].astype(bool)
+        counts = Sr.sum(0)
+        for nb in np.unique(counts[counts >= 2]):
+            qs = np.flatnonzero(counts == nb)
+            B = np.nonzero(Sr[:, qs].T)[1].reshape(len(qs), nb)  # in-batch steps, row per sample
+            RB = R[B[:, :, None], B[:, None, :]]
+            a2 = A2[B, qs[:, None]]
+            X = np.linalg.solve(np.eye(nb) + (dt * D) * RB * a2[:, None, :], RB)
+            vals = np.tril(a2[:, :, None] * X * a2[:, None, :], -1)
+            np.add.at(resp, (B[:, :, None], B[:, None, :]), vals)
+        return dict(proj=proj, MC=np.tril(MC_sum), resp=resp, l2=A2.sum(1))
+    for q in range(n_resp):
+        B = np.flatnonzero(S[:, q])
+        if B.size < 2:
+            continue
+        RB = R[np.ix_(B, B)]
+        a2 = A2[B, q]
+        X = solve_triangular(np.eye(B.size) + (dt * D) * RB * a2, RB, lower=True,
+                             unit_diagonal=True, check_finite=False)
+        resp[np.ix_(B, B)] += np.tril(a2[:, None] * X * a2, -1)
+    return dict(proj=proj, MC=np.tril(MC_sum), resp=resp, l2=A2.sum(1))
+
+
+def numpy_stepwise(data, kern, n_resp):
+    """The earlier algorithm in plain NumPy: the process integrated step by step for every
+    sample, and each impulse response chi propagated through every step for the in-batch
+    response samples (more work; reported for comparison only)."""
+    c, y, h0, th0, S, Z = data
+    m, lamhat, MC, MR = kern
+    n_t, N = S.shape
+    dt, D, lam = P.eta, P.Delta, P.lam
+    sD = np.sqrt(D)
+    scale = np.max(np.diag(MC))
+    XI = np.linalg.cholesky(MC + 1e-10 * scale * np.eye(n_t)) @ Z
     theta = np.empty((n_t, N))
     theta[0] = th0
     A1, A2 = np.empty((n_t, N)), np.empty((n_t, N))
-    r2, acc = np.empty(n_t), np.empty(n_t)
-    Sf = S.astype(float)
     for k in range(n_t):
-        r = c * m[k] + sD * (m[k] * h0 + theta[k])
-        v = y * r
-        sm = 0.5 * (1 - np.tanh(v / 2))  # sigma(-v)
-        r2[k], acc[k] = r @ r, np.count_nonzero(v > 0)
-        A1[k], A2[k] = Sf[k] * (-sm * y), Sf[k] * (sm * (1 - sm))
+        A1[k], A2[k] = _pointwise(data, m, k, theta[k])
         if k + 1 < n_t:
             theta[k + 1] = ((1 - dt * (lam + lamhat[k])) * theta[k] - dt * sD * A1[k]
                             + dt * XI[k] + dt * dt * (MR[k, :k] @ theta[:k]))
@@ -105,7 +200,7 @@ def numpy_iteration(data, kern, n_resp, gather=True):
     resp = np.zeros((n_t, n_t))
     B = A2[:, :n_resp]
     for j in range(n_t - 1):
-        idx = np.flatnonzero(B[j]) if gather else np.arange(B.shape[1])
+        idx = np.flatnonzero(B[j])
         if idx.size == 0:
             continue
         G = B[:, idx]
@@ -116,7 +211,11 @@ def numpy_iteration(data, kern, n_resp, gather=True):
             if k + 1 < n_t:
                 chi[k + 1] = chi[k] * (1 - dt * (lam + lamhat[k] + D * G[k])) \
                     + dt * dt * (MR[k, j + 1:k] @ chi[j + 1:k])
-    return dict(proj=proj, MC=np.tril(MC_sum), resp=resp, l2=A2.sum(1), acc=acc, r2=r2)
+    return dict(proj=proj, MC=np.tril(MC_sum), resp=resp, l2=A2.sum(1))
+
+
+def _agree(a, b):
+    return max(np.max(np.abs(a[k] - b[k])) / max(np.max(np.abs(b[k])), 1e-300) for k in a)
 
 
 def compare(n_t, N, n_resp, what):
@@ -124,28 +223,71 @@ def compare(n_t, N, n_resp, what):
     ss = seed_sequence(0)
     keys = solve_mod._keys(ss)
     data = solve_mod._effective_samples(P, N, n_t, P.eta, ss)
-    work = _kernels.workspace(n_t, solve_mod.CHUNK, solve_mod.RESP_CHUNK)  # once per solve
+    work = _kernels.workspace_closed(n_t, solve_mod.CHUNK)  # once per solve
+    work_step = _stepwise_work(n_t, n_resp)
     a = numba_iteration(N, n_t, kern, n_resp, keys, work)
     b = numpy_iteration(data, kern, n_resp)
-    agree = max(np.max(np.abs(a[k] - b[k])) / max(np.max(np.abs(b[k])), 1e-300) for k in a)
+    bb = numpy_iteration(data, kern, n_resp, batched=True)
+    c = numpy_stepwise(data, kern, n_resp)
+    d = numba_iteration(N, n_t, kern, n_resp, keys, work_step, _kernels.iteration)
+    loss, model = codes(P)
+    p01, p10 = P.switch_probabilities(P.eta)
+    draw_args = (keys, N, model, P.rho, P.Delta, P.R0, P.b, p01, p10, work)
+    _draw_all(*draw_args)
     rng = np.random.default_rng(1)
     threads = numba.get_num_threads()
-    numba_iteration(N, n_t, kern, n_resp, keys, work, _kernels.iteration_threads)  # compile
-    t_nb, t_thr, t_np, t_all, t_floor = best_of(
+    numba_iteration(N, n_t, kern, n_resp, keys, work, _kernels.iteration_closed_threads)  # compile
+    t_nb, t_thr, t_np, t_npb, t_step, t_nb_step, t_floor, t_ops, t_draw, t_proc = best_of(
         [lambda: numba_iteration(N, n_t, kern, n_resp, keys, work),
-         lambda: numba_iteration(N, n_t, kern, n_resp, keys, work, _kernels.iteration_threads),
+         lambda: numba_iteration(N, n_t, kern, n_resp, keys, work,
+                                 _kernels.iteration_closed_threads),
          lambda: numpy_iteration(data, kern, n_resp),
-         lambda: numpy_iteration(data, kern, n_resp, False),
-         lambda: rng.standard_normal((N, n_t))],
-        repeats=REPEATS if N * n_t < 10 ** 6 else 2)
-    print(f"one iteration, {what}: n_t={n_t}, n_samples={N}, n_resp={n_resp} "
-          f"(numba and NumPy agree to {agree:.1e} relative)")
-    print(f"  numba (serial, {_kernels.GROUPS} sample groups) vs plain NumPy (one BLAS thread): "
-          f"{t_np / t_nb:6.1f}x faster (target >= 10x); the groups on {threads} threads: "
-          f"{t_np / t_thr:5.1f}x (threads gain {t_nb / t_thr:.2f}x on this machine's {os.cpu_count()} "
-          f"cores, shared with whatever else runs); vs the earlier baseline propagating all "
-          f"n_resp samples: {t_all / t_nb:5.1f}x")
+         lambda: numpy_iteration(data, kern, n_resp, batched=True),
+         lambda: numpy_stepwise(data, kern, n_resp),
+         lambda: numba_iteration(N, n_t, kern, n_resp, keys, work_step, _kernels.iteration),
+         lambda: rng.standard_normal((N, n_t)),
+         lambda: _operators(kern, work),
+         lambda: _draw_all(*draw_args),
+         lambda: numba_iteration(N, n_t, kern, 0, keys, work)],
+        repeats=REPEATS if N * n_t < 10 ** 6 else 3)
+    print(f"one iteration, {what}: n_t={n_t}, n_samples={N}, n_resp={n_resp}, b={P.b} (numba "
+          f"agrees with the same algorithm in NumPy to {_agree(a, b):.1e} (responses batched: "
+          f"{_agree(a, bb):.1e}), with the step-by-step "
+          f"integration in NumPy to {_agree(a, c):.1e} and in numba to {_agree(a, d):.1e}, relative)")
+    print(f"  numba (serial, {_kernels.GROUPS} sample groups) vs the same algorithm in plain NumPy "
+          f"(one BLAS thread): {t_np / t_nb:6.1f}x faster (target >= 10x); the groups on {threads} "
+          f"threads: {t_np / t_thr:5.1f}x (threads gain {t_nb / t_thr:.2f}x on this machine's "
+          f"{os.cpu_count()} cores, shared with whatever else runs); vs that NumPy with its "
+          f"responses batched by size: {t_npb / t_nb:5.1f}x")
+    print(f"  numba vs the step-by-step algorithm in plain NumPy: {t_step / t_nb:6.1f}x; vs the "
+          f"step-by-step numba kernel: {t_nb_step / t_nb:5.1f}x (that kernel vs the step-by-step "
+          f"NumPy: {t_step / t_nb_step:.1f}x)")
     print(f"  numba over the floor (drawing the normals with NumPy): {t_nb / t_floor:6.1f}x")
+    t_resp = max(t_nb - t_proc, 0.0)
+    t_path = max(t_proc - t_ops - t_draw, 0.0)
+    print(f"  profile of the numba iteration (fractions, each piece timed alone): operators R, P, Q "
+          f"{t_ops / t_nb:.2f}, drawing the samples {t_draw / t_nb:.2f}, the process at in-batch "
+          f"steps {t_path / t_nb:.2f}, the responses {t_resp / t_nb:.2f}; drawing alone is "
+          f"{t_draw / t_floor:.1f}x the floor")
+
+
+def dispatch_check(n_t, N, n_resp):
+    """b = 1: the closed form evaluates every step; solve runs the step-by-step kernel."""
+    p1 = dmft.Params(alpha=P.alpha, Delta=P.Delta, b=1.0, eta=P.eta, R0=P.R0)
+    ds = dmft.solve(p1, (n_t - 1) * p1.eta, n_samples=min(N, 2000), n_resp=min(n_resp, 500),
+                    tol=1e-4)
+    kern = ds.m.values, ds.lamhat.values, ds.M_C.values, np.nan_to_num(ds.M_R.values)
+    keys = solve_mod._keys(seed_sequence(0))
+    work, work_step = _kernels.workspace_closed(n_t, solve_mod.CHUNK), _stepwise_work(n_t, n_resp)
+    a = numba_iteration(N, n_t, kern, n_resp, keys, work, params=p1)
+    b = numba_iteration(N, n_t, kern, n_resp, keys, work_step, _kernels.iteration, params=p1)
+    t_closed, t_step = best_of(
+        [lambda: numba_iteration(N, n_t, kern, n_resp, keys, work, params=p1),
+         lambda: numba_iteration(N, n_t, kern, n_resp, keys, work_step, _kernels.iteration,
+                                 params=p1)], repeats=3)
+    print(f"dispatch at b = 1 (n_t={n_t}, n_samples={N}, n_resp={n_resp}; agree to "
+          f"{_agree(a, b):.1e}): the closed form takes {t_closed / t_step:.2f}x the step-by-step "
+          f"kernel's time, so solve keeps the step-by-step kernel there")
 
 
 def main():
@@ -157,6 +299,7 @@ def main():
                    (251, 8000, 1000, "towards paper scale")], [(21, 200, 50, "a smoke grid")])
     for grid in grids:
         compare(*grid)
+    dispatch_check(*smoke((101, 6000, 1000), (21, 200, 50)))
 
     # 3: scaling with n_t
     sizes = smoke([41, 81, 161, 321], [11, 21, 41])
@@ -165,7 +308,7 @@ def main():
     t_full, t_proc = [], []
     for n_t in sizes:
         kern = converged_kernels(n_t, 400) if n_t <= 161 else _extend(kern, n_t)
-        work = _kernels.workspace(n_t, solve_mod.CHUNK, solve_mod.RESP_CHUNK)
+        work = _kernels.workspace_closed(n_t, solve_mod.CHUNK)
         numba_iteration(N, n_t, kern, n_resp, keys, work)
         tf, tp = best_of([lambda: numba_iteration(N, n_t, kern, n_resp, keys, work),
                           lambda: numba_iteration(N, n_t, kern, 1, keys, work)], repeats=5)
@@ -178,16 +321,15 @@ def main():
           f"over the last three sizes:")
     t_resp = np.maximum(np.subtract(t_full, t_proc), 1e-9)
     sr = np.polyfit(x[1:], np.log(t_resp[1:]), 1)[0]
-    print(f"  one iteration: {sf:.2f};  process alone (n_resp=1, O(n_t^2 n_samples) plus O(n_t "
-          f"n_samples) sampling): {sp:.2f};  the responses (difference, O(b n_t^3 n_resp)): {sr:.2f}")
-    print("  iteration time relative to n_t=41: " + ", ".join(
+    print(f"  one iteration: {sf:.2f};  process alone (n_resp=1, O(b n_t^2 n_samples) plus O(n_t "
+          f"n_samples) sampling): {sp:.2f};  the responses (difference, O(b^3 n_t^3 n_resp)): {sr:.2f}")
+    print(f"  iteration time relative to n_t={sizes[0]}: " + ", ".join(
         f"n_t={n}: {t / t_full[0]:.1f}" for n, t in zip(sizes, t_full)))
 
     # 4: memory of a whole solve
     n_list = smoke((500, 4000), (100, 200))
-    print(f"peak memory of a solve / (8 n_t^2 bytes), n_samples = {n_list[0]} | {n_list[1]}; and without the "
-          f"chunk buffers (chunk = {solve_mod.CHUNK}, response batch = min(n_resp, "
-          f"{solve_mod.RESP_CHUNK}), O(chunk n_t)):")
+    print(f"peak memory of a solve / (8 n_t^2 bytes), n_samples = {n_list[0]} | {n_list[1]}; and without "
+          f"the iteration's buffers (chunk = {solve_mod.CHUNK}, O(GROUPS (n_t^2 + chunk n_t))):")
     dmft.solve(P, 2.0, n_samples=300, tol=1e-3)
     for n_t in smoke((51, 101, 201, 401), (21,)):
         peaks = []
@@ -196,9 +338,9 @@ def main():
             dmft.solve(P, (n_t - 1) * P.eta, n_samples=n, n_resp=50, tol=1e-2)
             peaks.append(tracemalloc.get_traced_memory()[1])
             tracemalloc.stop()
-        work = sum(a.nbytes for a in _kernels.workspace(n_t, solve_mod.CHUNK, 50, 50))
+        work = sum(a.nbytes for a in _kernels.workspace_closed(n_t, solve_mod.CHUNK))
         unit = 8 * n_t ** 2
-        print(f"  n_t={n_t}: {peaks[0] / unit:6.1f} | {peaks[1] / unit:6.1f};   without the chunk "
+        print(f"  n_t={n_t}: {peaks[0] / unit:6.1f} | {peaks[1] / unit:6.1f};   without the "
               f"buffers: {(peaks[0] - work) / unit:5.1f} | {(peaks[1] - work) / unit:5.1f}")
 
     # 5: chapter solve vs one simulation

@@ -1,7 +1,10 @@
 """Numba kernels of the dmft package: arithmetic only (no checks, no RNG state).
 
 Simulation: :func:`batch_chain`, :func:`sgd_steps`. DMFT: :func:`iteration` (effective
-samples drawn, integrated and reduced chunk by chunk), :func:`bulk_response`.
+samples drawn, integrated step by step and reduced chunk by chunk; for b = 1),
+:func:`iteration_closed` (each sample in closed form through the linear part of the
+process, :func:`causal_operators`, evaluated at its in-batch steps only; for b < 1),
+:func:`bulk_response`.
 """
 
 import math
@@ -586,3 +589,256 @@ iteration = njit(_iteration)
 # and its signature, not by the parallel flag, so a cached copy of it would share the
 # serial build's entries. It is compiled on first use only (solve's default is serial).
 iteration_threads = numba.njit(_iteration, parallel=True, error_model="numpy")
+
+
+# ------------------------------------------------------------------ DMFT in closed form (b < 1)
+# The effective process is linear in theta but for the force s Lambda', so theta at a
+# sample's in-batch steps (the only ones at which it enters the kernels) follows from the
+# bulk response R and the force at the earlier in-batch steps: for b < 1 this skips the
+# out-of-batch steps that the step-by-step integration above has to run through. At b = 1
+# every step is in the batch and the step-by-step kernels are faster (:func:`tsdyn.dmft.solve`
+# dispatches on b).
+
+@njit_reduce
+def causal_operators(lamhat, MR, Lc, dt, lam, R, P, Q):
+    """The linear part of the effective process, once per iteration (O(n_t^3)).
+
+    Writes the bulk response R (strictly lower, the recursion of :func:`bulk_response`,
+    advanced a row at a time), the propagator P of theta(0), and Q = dt R Lc, the
+    response of theta to the white normals z of the noise xi = Lc z (Q strictly lower).
+    The effective process is linear in theta with these coefficients: with the forcing
+    F_j = dt xi_j - dt sqrt(Delta) s_j Lambda'_j,
+        theta_k = P_k theta(0) + sum_{j<k} R_kj F_j
+                = P_k theta(0) + (Q z)_k - dt sqrt(Delta) sum_{j<k} R_kj s_j Lambda'_j,
+    the solution of theta_{k+1} = (1 - dt(lam + lamhat_k)) theta_k + dt^2 sum_{i<k}
+    MR[k, i] theta_i + F_k (derivation E6, Sec. 7) by superposition.
+    """
+    n_t = lamhat.shape[0]
+    for k in range(n_t):
+        for j in range(n_t):
+            R[k, j] = 0.0
+            Q[k, j] = 0.0
+    P[0] = 1.0
+    for k in range(n_t - 1):
+        f = 1.0 - dt * (lam + lamhat[k])
+        mem = 0.0
+        for i in range(k):
+            mem += MR[k, i] * P[i]
+        P[k + 1] = f * P[k] + dt * dt * mem
+        # R[k+1, j] = f R[k, j] + dt^2 sum_i MR[k, i] R[i, j] (R[i, j] = 0 for i <= j)
+        for j in range(k):
+            R[k + 1, j] = f * R[k, j]
+        for i in range(1, k):
+            w = dt * dt * MR[k, i]
+            for j in range(i):
+                R[k + 1, j] += w * R[i, j]
+        R[k + 1, k] = 1.0
+    for k in range(1, n_t):
+        for j in range(k):
+            w = dt * R[k, j]
+            if w != 0.0:
+                for l in range(j + 1):
+                    Q[k, l] += w * Lc[j, l]
+
+
+@njit_reduce
+def _sample_path(full, s, z, cq, yq, h0q, th0q, m, R, P, Q, sD, dt, loss, model, L, E, U, B, F,
+                 a2, MC_sum, l2_sum, loss_sum, acc_sum, proj, r2_sum):
+    """One effective sample through the process, in closed form (:func:`causal_operators`).
+
+    s (n_t,) its batch path, z (n_t,) its white normals. r_k = c m_k + sqrt(Delta)(m_k h0
+    + theta_k) with theta_k = P_k theta(0) + (Q z)_k - dt sqrt(Delta) sum_p R[k, B_p] F_p,
+    the force F_p = Lambda' at the sample's earlier in-batch steps B_p (zero out of the
+    batch), is evaluated at the in-batch steps only, the only ones at which it enters the
+    kernels, unless ``full``: then r, the loss and the correctness are computed at every
+    step (the final pass). In three passes: the force-free part U of r at the steps
+    evaluated (E: independent rows, the bulk of the work); the forces, a chain from step
+    to step but with sums over the nb in-batch steps only (B, F, a2 compressed), summing
+    r^2 (divergence detection) at the steps evaluated and, at in-batch k, Lambda''_k and
+    Lambda'_k (c + sqrt(Delta) h0); then M_C[k, B_p] += Lambda'_k F_p (p up to k itself).
+    Splitting the passes keeps the latency of the chain (the loss derivatives) out of the
+    way of the independent sums. Returns nb.
+    """
+    n_t = m.shape[0]
+    ne = 0
+    for k in range(n_t):  # the steps to evaluate, without a branch per step
+        E[ne] = k
+        ne += 1 if full else s[k]
+    for e in range(ne):
+        k = E[e]
+        acc = 0.0
+        for l in range(k):
+            acc += Q[k, l] * z[l]
+        mk = m[k]
+        U[e] = cq * mk + sD * (mk * h0q + P[k] * th0q + acc)
+    x0 = cq + sD * h0q
+    gs = dt * sD * sD  # r's force term: sqrt(Delta) times theta's dt sqrt(Delta) sum R F
+    nb = 0
+    for e in range(ne):
+        k = E[e]
+        accf = 0.0
+        for p in range(nb):
+            accf += R[k, B[p]] * F[p]
+        r = U[e] - gs * accf
+        r2_sum[k] += r * r
+        if full:
+            val, d1, d2, ok = loss_terms(loss, model, yq, r, L)
+            loss_sum[k] += val
+            acc_sum[k] += ok
+        else:
+            d1, d2 = loss_derivatives(loss, model, yq, r, L)
+        if s[k] != 0:
+            B[nb], F[nb], a2[nb] = k, d1, d2
+            nb += 1
+            l2_sum[k] += d2
+            proj[k] += d1 * x0
+    for a in range(nb):
+        k, d1 = B[a], F[a]
+        for p in range(a + 1):
+            MC_sum[k, B[p]] += d1 * F[p]
+    return nb
+
+
+@njit_reduce
+def _sample_response(nb, B, a2, R, dt, Delta, X, out):
+    """out[k, j] += Lambda''_k chi_kj Lambda''_j over the sample's in-batch steps j < k (E8-E10).
+
+    chi, the linear response of theta to a force impulse at step j, obeys the bulk
+    recursion of R plus the sample's own term -dt Delta s_k Lambda''_k chi_kj, so by
+    superposition (a Dyson equation) chi_kj = R_kj + sum_{j<l<k} R_kl g_l chi_lj with
+    g_l = -dt Delta s_l Lambda''_l, which vanishes out of the batch: restricted to the
+    nb in-batch steps it is one forward substitution, X[a, b] = chi_{B_a, B_b},
+        X[a, :a] = R[B_a, B[:a]] + sum_{b<c<a} R[B_a, B_c] g_c X[c, :c],
+    O(nb^3/6) instead of propagating chi through every step, O(nb n_t^2/6).
+    X is an (n_t, n_t) buffer.
+    """
+    for a in range(1, nb):
+        ka = B[a]
+        for b in range(a):
+            X[a, b] = R[ka, B[b]]
+        for c in range(1, a):
+            w = -dt * Delta * a2[c] * R[ka, B[c]]
+            for b in range(c):
+                X[a, b] += w * X[c, b]
+        ga = a2[a]
+        for b in range(a):
+            out[ka, B[b]] += ga * X[a, b] * a2[b]
+
+
+def workspace_closed(n_t, chunk, groups=None):
+    """Buffers for :func:`iteration_closed`, in a fixed number of groups (leading axis).
+
+    Per group: one chunk of effective samples (c, y, h0, theta(0); batch paths S and
+    normals Z, time-major as drawn, and sample-major copies ST, ZT), one sample's
+    evaluated steps and force-free r there, in-batch steps, force and Lambda''
+    (E, U, B, F, a2), the response's forward substitution X (n_t, n_t), and
+    the group's partial sums (M_C, the response, five (n_t,) sums); shared: R, Q
+    (n_t, n_t) and P. O(groups (n_t^2 + chunk n_t)) in all; ``groups`` defaults to
+    :data:`GROUPS`.
+    """
+    G = GROUPS if groups is None else groups
+    vec = tuple(np.empty((G, chunk)) for _ in range(4))  # 0-3: c, y, h0, theta(0)
+    # S, Z: rows padded by 8 entries, so that a column (read in :func:`_transpose_chunk`)
+    # does not fall into a handful of cache sets (a row of 256 doubles is 2 KiB: a power of two)
+    return (*vec, np.empty((G, n_t, chunk + 8), np.int8), np.empty((G, n_t, chunk + 8)),  # 4, 5
+            np.empty((G, chunk, n_t), np.int8), np.empty((G, chunk, n_t)),  # 6, 7: ST, ZT
+            np.empty((G, n_t), np.int64), np.empty((G, n_t)), np.empty((G, n_t)),  # 8-10: B, F, a2
+            np.empty((G, n_t, n_t)),  # 11: X
+            np.empty((G, n_t, n_t)), np.empty((G, n_t, n_t)), np.empty((G, 5, n_t)),  # 12-14: sums
+            np.empty((n_t, n_t)), np.empty((n_t, n_t)), np.empty(n_t),  # 15-17: R, Q, P
+            np.empty((G, n_t), np.int64), np.empty((G, n_t)))  # 18, 19: E, U
+
+
+@njit_reduce
+def _transpose_chunk(S, Z, ST, ZT, nc):
+    """ST[q, k] = S[k, q], ZT[q, k] = Z[k, q] for q < nc, eight samples at a time (one
+    cache line of each row of Z read once), so that each sample's path is then read
+    contiguously: reading it column by column from S, Z costs a cache miss per step, the
+    rows having been evicted by the operators R, Q streamed through for the samples before."""
+    n_t = S.shape[0]
+    for q0 in range(0, nc, 8):
+        q1 = min(q0 + 8, nc)
+        for k in range(n_t):
+            for q in range(q0, q1):
+                ST[q, k] = S[k, q]
+                ZT[q, k] = Z[k, q]
+
+
+@njit_reduce
+def _group_closed(g, G, keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10, dt,
+                  m, full):
+    """Group g: chunks g, g + G, g + 2G, ... of the N samples, drawn (:func:`draw_samples`),
+    run one by one (:func:`_sample_path`, and :func:`_sample_response` for samples below
+    n_resp), reduced into the group's partial sums."""
+    c, y, h0, th0, S, Z = work[0][g], work[1][g], work[2][g], work[3][g], work[4][g], work[5][g]
+    ST, ZT, B, F, a2, X = work[6][g], work[7][g], work[8][g], work[9][g], work[10][g], work[11][g]
+    MC_sum, resp, sums = work[12][g], work[13][g], work[14][g]
+    R, Q, P, E, U = work[15], work[16], work[17], work[18][g], work[19][g]
+    MC_sum[:, :] = 0.0
+    resp[:, :] = 0.0
+    sums[:, :] = 0.0
+    n_t = m.shape[0]
+    sD = math.sqrt(Delta)
+    chunk = c.shape[0]
+    for a0 in range(g * chunk, N, G * chunk):
+        nc = min(chunk, N - a0)
+        draw_samples(keys, a0, nc, model, rho, Delta, R0, b, p01, p10, c, y, h0, th0, S, Z)
+        _transpose_chunk(S, Z, ST, ZT, nc)
+        for q in range(nc):
+            nb = _sample_path(full, ST[q], ZT[q], c[q], y[q], h0[q], th0[q], m, R, P, Q, sD, dt,
+                              loss, model, L, E, U, B, F, a2, MC_sum, sums[0], sums[1], sums[2],
+                              sums[3], sums[4])
+            if a0 + q < n_resp:
+                _sample_response(nb, B, a2, R, dt, Delta, X, resp)
+
+
+@njit_reduce
+def _reduce_groups_closed(work, MC_sum, l2_sum, loss_sum, acc_sum, proj, r2_sum, resp):
+    """Outputs = sum of the groups' partial sums, added in group order (deterministic)."""
+    MCg, respg, sums = work[12], work[13], work[14]
+    MC_sum[:, :] = MCg[0]
+    resp[:, :] = respg[0]
+    l2_sum[:] = sums[0, 0]
+    loss_sum[:] = sums[0, 1]
+    acc_sum[:] = sums[0, 2]
+    proj[:] = sums[0, 3]
+    r2_sum[:] = sums[0, 4]
+    for g in range(1, MCg.shape[0]):
+        MC_sum += MCg[g]
+        resp += respg[g]
+        l2_sum += sums[g, 0]
+        loss_sum += sums[g, 1]
+        acc_sum += sums[g, 2]
+        proj += sums[g, 3]
+        r2_sum += sums[g, 4]
+
+
+def _iteration_closed(keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10, lam,
+                      dt, Lc, m, lamhat, MR, full, MC_sum, l2_sum, loss_sum, acc_sum, proj,
+                      r2_sum, resp):
+    """One fixed-point iteration of the DMFT in closed form (for b < 1); the arguments and
+    outputs of :func:`iteration`, with two differences in the iterations (``full`` False):
+    r^2 is summed over the in-batch samples only and the correctness is left at 0.
+
+    The kernels fix the linear part of the process (:func:`causal_operators`: R, P and
+    Q = dt R Lc, Lc the lower Cholesky factor of M_C, noise xi = Lc z); each sample is
+    then drawn (:func:`draw_samples`, chunk by chunk) and run in closed form, its theta
+    evaluated only at its in-batch steps (:func:`_sample_path`; at every step if
+    ``full``), and for the first n_resp samples its response chi restricted to those
+    steps (:func:`_sample_response`). No per-sample path is stored: memory
+    O(GROUPS (n_t^2 + chunk n_t)), buffers from :func:`workspace_closed`.
+    Cost O(n_t^3 + N (b n_t^2/2 + (b n_t)^2) + n_resp (b n_t)^3/6), with b n_t the
+    number of in-batch steps of a sample (``full``: O(N n_t^2/2) for the noise), against
+    O(n_t^2 N + b n_t^3 n_resp/6) step by step. Groups and threads as in :func:`iteration`
+    (same bits for any number of threads).
+    """
+    G = work[0].shape[0]
+    causal_operators(lamhat, MR, Lc, dt, lam, work[15], work[17], work[16])
+    for g in prange(G):
+        _group_closed(g, G, keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10,
+                      dt, m, full)
+    _reduce_groups_closed(work, MC_sum, l2_sum, loss_sum, acc_sum, proj, r2_sum, resp)
+
+
+iteration_closed = njit(_iteration_closed)
+iteration_closed_threads = numba.njit(_iteration_closed, parallel=True, error_model="numpy")

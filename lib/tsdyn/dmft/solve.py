@@ -95,15 +95,25 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, damping=0.3, t
     the Monte Carlo error (~ n_samples^-1/2) is measured by changing ``seed``.
 
     Implementation: the samples come from a counter-based generator (:mod:`._rng`, each
-    number a function of (seed, sample, step)) and are redrawn, integrated and reduced
-    in chunks of ``CHUNK`` inside one numba call per iteration
-    (:func:`._kernels.iteration`), so no per-sample path is stored (only the A2 paths of
-    the n_resp response samples): memory O(GROUPS (n_t^2 + CHUNK n_t) + n_resp n_t)
-    whatever ``n_samples``. The samples are split into ``_kernels.GROUPS`` fixed groups
-    that run on numba's threads, each with its own partial sums added in group order, so
-    the result is bit-identical for any number of threads. The iterations skip the loss value
-    (the kernels do not need it); one last pass with the final kernels gives the
-    training loss and accuracy.
+    number a function of (seed, sample, step)) and are redrawn in chunks of ``CHUNK``
+    inside one numba call per iteration, so no per-sample path is stored. For b = 1 they
+    are integrated step by step and reduced chunk by chunk (:func:`._kernels.iteration`;
+    only the A2 paths of the n_resp response samples are kept): cost per iteration
+    O(n_t^2 n_samples + n_t^3 n_resp/6), memory O(GROUPS (n_t^2 + CHUNK n_t) + n_resp n_t).
+    For b < 1 the process, linear in theta but for the force s Lambda', is solved in
+    closed form, theta_k = P_k theta_0 + sum_{j<k} R_kj (dt xi_j - dt sqrt(Delta) s_j
+    Lambda'_j) with the bulk response R and propagator P of the current kernels (computed
+    once per iteration); theta is evaluated only at a sample's in-batch steps, the only
+    ones at which it enters the kernels, and chi by the same superposition restricted to
+    them (:func:`._kernels.iteration_closed`): cost per iteration O(n_t^3 + n_samples
+    (b n_t^2/2 + (b n_t)^2) + n_resp (b n_t)^3/6), memory O(GROUPS (n_t^2 + CHUNK n_t)).
+    Both equal the same discretised process up to float rounding (at b = 1 the closed
+    form evaluates every step and is slower); the closed form's iterations sum r^2 (for
+    the divergence check) over the in-batch samples only. The samples are split into
+    ``_kernels.GROUPS`` fixed groups that run on numba's threads, each with its own
+    partial sums added in group order, so the result is bit-identical for any number of
+    threads. The iterations skip the loss value (the kernels do not need it); one last
+    pass with the final kernels gives the training loss and accuracy.
 
     At dt = eta these are the d -> infinity equations of the discrete algorithm itself
     (derivation Sec. 6); for b = 1 or a persistent chain, dt -> 0 is the (stochastic)
@@ -122,7 +132,7 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, damping=0.3, t
         Time step (default ``params.eta``).
     n_samples, n_resp : int
         Effective samples for the process and, among them, for the response (default
-        min(n_samples, 1000)). Cost per iteration O(n_t^2 n_samples + b n_t^3 n_resp / 6).
+        min(n_samples, 1000)). Cost per iteration: see Implementation above.
     damping : float in [0, 1)
         Weight of the previous iterate (0: plain Picard iteration).
     tol, max_iter : convergence criterion and iteration budget.
@@ -174,7 +184,13 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, damping=0.3, t
     MC_sum = np.empty((n_t, n_t))
     l2_sum, loss_sum, acc_sum, proj, r2_sum = (np.empty(n_t) for _ in range(5))
     resp = np.empty((n_t, n_t))
-    work = _kernels.workspace(n_t, min(CHUNK, n_samples), min(RESP_CHUNK, n_resp), n_resp)
+    closed = params.b < 1.0  # closed form only pays when it skips out-of-batch steps
+    if closed:
+        work = _kernels.workspace_closed(n_t, min(CHUNK, n_samples))
+        kernel, kernel_threads = _kernels.iteration_closed, _kernels.iteration_closed_threads
+    else:
+        work = _kernels.workspace(n_t, min(CHUNK, n_samples), min(RESP_CHUNK, n_resp), n_resp)
+        kernel, kernel_threads = _kernels.iteration, _kernels.iteration_threads
 
     def run(want_loss):
         # noise xi = L z with L L^T = M_C + eps max(diag) 1: the empirical M_C is
@@ -184,12 +200,12 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, damping=0.3, t
                 params.b, p01, p10, lam, dt, Lc, m, lamhat, MR, want_loss, MC_sum, l2_sum,
                 loss_sum, acc_sum, proj, r2_sum, resp)
         if threads == 1:
-            _kernels.iteration(*args)
+            kernel(*args)
             return
         before = numba.get_num_threads()
         numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
         try:
-            _kernels.iteration_threads(*args)
+            kernel_threads(*args)
         finally:
             numba.set_num_threads(before)
 
