@@ -352,3 +352,47 @@ def test_spacing_sde_exact_coulomb():
     assert np.all(b.S.values[-1] < a.S.values[-1])
     with pytest.raises(ValueError, match="coulomb"):
         dyson.spacing_sde(even, paths=2, seed=1, coulomb="approx")
+
+
+# ------------------------------------------------------------------ single levels of the Dyson equation
+
+def test_level_median_gap_by_hand_and_pairs_paths_with_their_model():
+    rng = np.random.default_rng(0)
+    n_t, M, k, delta = 6, 32, 4, 0.3
+    tau = np.linspace(0.0, 5.0, n_t)
+    u = rng.normal(0.0, 1.0, (n_t, M))  # model-to-model spread of ln x, shared by a model's SDE paths
+    meas = np.exp(u + rng.normal(0.0, 0.05, (n_t, M)))
+    pred = np.exp(np.repeat(u, k, axis=1) + rng.normal(0.0, 0.05, (n_t, M * k)) - delta)
+    g = an.level_median_gap(meas, pred, tau, seed=1)
+    ref = np.median(np.log(meas), axis=1) - np.median(np.log(pred), axis=1)  # by hand
+    assert g["end"] == pytest.approx(ref[-1]) and g["late"] == pytest.approx(ref[tau >= 2.5].mean())
+    assert g["max"] == pytest.approx(np.abs(ref[1:]).max())
+    # the shift is recovered: the paired noise is 0.05 per value, so the medians differ from delta by
+    # ~0.05 * 1.25 / sqrt(M) ~ 0.01 plus the median-of-copies effect; 0.05 is five of those
+    assert abs(g["end"] - delta) < 0.05 and abs(g["late"] - delta) < 0.05
+    # resampling a model with its own paths keeps the pairing: the interval is set by the 0.05 noise,
+    # not by the unit spread between models. Paths assigned to the wrong models (reversed) lose it:
+    # the interval is then ~ sqrt(2) * 1.25 / sqrt(M) wide, > 5 times the paired one
+    wrong = an.level_median_gap(meas, pred[:, ::-1], tau, seed=1)
+    assert (wrong["end_hi"] - wrong["end_lo"]) > 5 * (g["end_hi"] - g["end_lo"])
+    with pytest.raises(ValueError, match="whole number of paths per model"):
+        an.level_median_gap(meas, pred[:, :-1], tau)
+    with pytest.raises(ValueError, match="same >= 2 times"):
+        an.level_median_gap(meas, pred, tau[:-1])
+
+
+def test_sde_record_density_levels_match_a_direct_computation():
+    p = dyson.Params.from_temperature(0.5, 8.0, n_train=100, n_test=10)
+    kw = dict(seed=0, sde_seed=1, n_models=2, moment_samples=20, paths=2)
+    r = dyson.sde_record_density(p, 30, [3, 5], **kw, levels=(0, 15), level_seed=5, level_steps=300)
+    assert r.level_end.dims == ("level", "records") and list(r.level.values) == [0, 15]
+    assert r.attrs["level_paths"] == 2 and r.attrs["level_steps"] == 300
+    ds = dyson.train_ensemble(p, 30, seed=0, n_models=2, n_points=5, spacing="log+linear", moment_samples=20)
+    full = dyson.dyson_levels_sde(ds, paths=2, seed=5, n_steps=300)
+    g = an.level_median_gap(ds.x.values[..., 15], full.x.values[..., 15], ds.tau.values)
+    for key, v in g.items():
+        assert float(r[f"level_{key}"].sel(level=15).isel(records=1)) == v
+    plain = dyson.sde_record_density(p, 30, [3], **kw)
+    assert "level_end" not in plain and float(plain.gap_max[0, 0]) == float(r.gap_max[0, 0])
+    with pytest.raises(ValueError, match=r"levels must be integers in \[0, n2 - 1 = 15\]"):
+        dyson.sde_record_density(p, 30, [3], **kw, levels=(16,))

@@ -6,7 +6,7 @@ PRE 111, 015303 (2025). Simulation (:func:`train_ensemble`) and theory
 phase boundaries) share only :class:`Params`.
 """
 
-from .analysis import (clopper_pearson, coulomb_ratio, criterion_late, crossing, drift_balance, ito_share, spacing_over_bound, spread_growth, fraction_crossing, halfway_crossing, lambda_bar, log_gap, mean_spacing_ratio,
+from .analysis import (clopper_pearson, coulomb_ratio, criterion_late, crossing, drift_balance, ito_share, level_median_gap, spacing_over_bound, spread_growth, fraction_crossing, halfway_crossing, lambda_bar, log_gap, mean_spacing_ratio,
                        paired_ks, paired_z, STEPS_PER_EPOCH, published_criterion, published_sign_draws, spacing_coefficients, spacing_ratios, summary, total_variation,
                        unfolded_spacings, wishart_spacing_ratio)
 from .experiments import (CRITERIA, LONG_FIELDS, PUBLISHED, combine_long, criterion_vs_steps, dyson_levels_sde,
@@ -42,7 +42,7 @@ from .theory import (
 __all__ = [
     "Params", "PAPER_LAYERS", "train_ensemble", "networks", "initial_features", "record_steps",
     "lambda_bar", "spacing_coefficients", "summary", "unfolded_spacings", "crossing", "halfway_crossing",
-    "total_variation", "clopper_pearson", "log_gap", "paired_z", "paired_ks", "spacing_ratios",
+    "total_variation", "clopper_pearson", "log_gap", "level_median_gap", "paired_z", "paired_ks", "spacing_ratios",
     "mean_spacing_ratio", "wishart_spacing_ratio", "MEAN_R_GOE", "MEAN_R_POISSON",
     "phase_point", "phase_diagram", "linear_scaling", "criterion_vs_steps", "CRITERIA", "PUBLISHED", "spacing_sde", "sde_record_density",
     "fraction_crossing", "drift_balance", "coulomb_ratio", "criterion_late", "ito_share", "spread_growth",

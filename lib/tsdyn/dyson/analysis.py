@@ -423,6 +423,49 @@ def log_gap(measured, predicted):
     return gap, z
 
 
+def level_median_gap(measured, predicted, tau, *, level=0.68, n_boot=2000, seed=0):
+    """Gap in the median of ln x of one eigenvalue, SGD against an SDE, with a bootstrap over models.
+
+    ``measured`` (t, model) and ``predicted`` (t, path), > 0, on the recording times ``tau``,
+    with the paths grouped by model (paths m k, ..., m k + k - 1 belong to model m, as
+    :func:`dyson_levels_sde` orders them). The signed gap g(tau) = median ln x_meas - median
+    ln x_SDE (measured minus SDE) is summarised as ``end`` (at tau_f) and ``late`` (its mean over
+    the records with tau >= tau_f / 2), each with a percentile-bootstrap interval (central
+    ``level``, ``n_boot`` resamples of the models, each model with its own SDE paths, which
+    share its coefficients): ``end_lo``, ``end_hi``, ``late_lo``, ``late_hi``. ``max`` is the
+    largest |g| over tau > 0, without an interval (a bootstrap of a maximum is biased upward).
+    Returns a dict of floats.
+    """
+    a, b = np.log(np.asarray(measured, float)), np.log(np.asarray(predicted, float))
+    tau = np.asarray(tau, float)
+    if a.ndim != 2 or b.ndim != 2 or a.shape[0] != b.shape[0] or a.shape[0] < 2 or tau.shape != (a.shape[0],):
+        raise ValueError(f"measured and predicted must be (t, model) and (t, path) on the same >= 2 times tau; "
+                         f"got {a.shape}, {b.shape}, tau {tau.shape}")
+    M, P = a.shape[1], b.shape[1]
+    if M < 2 or P % M:
+        raise ValueError(f"need >= 2 models and a whole number of paths per model; got {M} models, {P} paths")
+    _validate.real("level", level, low=0.0, high=1.0, low_open=True, high_open=True, doc="coverage")
+    _validate.integer("n_boot", n_boot, low=100, doc="bootstrap resamples")
+    b = b.reshape(len(b), M, P // M)  # (t, model, path of that model)
+    late = tau >= tau[-1] / 2
+
+    def gap(ma, mb):  # (t, ..., models) and (t, ..., models, paths) -> (t, ...)
+        return np.median(ma, axis=-1) - np.median(mb.reshape(mb.shape[:-2] + (-1,)), axis=-1)
+
+    idx = np.random.default_rng(seed).integers(0, M, size=(n_boot, M))
+    boot = []
+    for chunk in np.array_split(idx, -(-n_boot // 250)):  # (t, chunk, M[, k]) at a time
+        g = gap(a[:, chunk], b[:, chunk])
+        boot.append(np.stack([g[-1], g[late].mean(axis=0)], axis=1))
+    boot = np.concatenate(boot)  # (n_boot, 2): end, late
+    q = (1 - level) / 2
+    lo, hi = np.quantile(boot, q, axis=0), np.quantile(boot, 1 - q, axis=0)
+    g = gap(a, b)
+    return {"end": float(g[-1]), "end_lo": float(lo[0]), "end_hi": float(hi[0]),
+            "late": float(g[late].mean()), "late_lo": float(lo[1]), "late_hi": float(hi[1]),
+            "max": float(np.abs(g[1:]).max())}
+
+
 def paired_z(a, b):
     """|mean(a - b)| in standard errors of the paired differences (a, b: one value per model)."""
     d = np.asarray(a, float) - np.asarray(b, float)

@@ -135,7 +135,7 @@ def spacing_sde(ds, *, paths=16, ito=True, basis="x", noise=True, coulomb="b5", 
 
 
 def sde_record_density(params, steps, n_points_list, *, seed, sde_seed, n_models, moment_samples, paths=16,
-                       coulombs=("b5",)):
+                       coulombs=("b5",), levels=(), level_paths=2, level_steps=80000, level_seed=None):
     """Gap between SGD and the level-spacing SDE (4.8) against the density of coefficient records.
 
     For each entry of ``n_points_list`` the same models (``seed``: teachers, data, starts) are
@@ -146,8 +146,25 @@ def sde_record_density(params, steps, n_points_list, *, seed, sde_seed, n_models
     ``coulomb`` and ``records`` (the number of recording times): ``gap_max`` (largest |mean ln
     S_meas - mean ln S_SDE| over t > 0), ``gap_late`` (over the second half in tau) and
     ``gap_end`` (signed, measured minus SDE, at t_f).
+
+    ``levels`` (indices into the ascending spectrum of X, 0 the smallest): the same records
+    also drive the full Dyson equation (4.3) with the Ito drift (:func:`dyson_levels_sde`,
+    ``level_paths`` paths per model, ``level_steps`` Euler steps over the run, ``level_seed``,
+    default ``sde_seed``), and for each level the gap in the median of ln x_i (measured minus
+    equation, :func:`analysis.level_median_gap`: bootstrap over models, 68 % interval) is added
+    over (``level``, ``records``): ``level_end`` (signed, at t_f) and ``level_late`` (its mean
+    over the second half in tau), each with ``_lo`` and ``_hi``, and ``level_max`` (largest
+    modulus over t > 0).
     """
+    n2 = params.layers[2]
+    levels = list(levels)
+    for lev in levels:
+        if not (isinstance(lev, (int, np.integer)) and 0 <= lev < n2):
+            raise ValueError(f"levels must be integers in [0, n2 - 1 = {n2 - 1}] (0 the smallest eigenvalue); "
+                             f"got {lev!r}")
     out = np.full((3, len(coulombs), len(n_points_list)), np.nan)
+    lev_out = {k: np.full((len(levels), len(n_points_list)), np.nan)
+               for k in ("end", "end_lo", "end_hi", "late", "late_lo", "late_hi", "max")}
     records = []
     for j, n_points in enumerate(n_points_list):
         ds = train_ensemble(params, steps, seed=seed, n_models=n_models, n_points=int(n_points),
@@ -159,10 +176,22 @@ def sde_record_density(params, steps, n_points_list, *, seed, sde_seed, n_models
             gap, _ = analysis.log_gap(ds.S.values, sde.S.values)
             signed = np.log(ds.S.values).mean(1) - np.log(sde.S.values).mean(1)
             out[:, i, j] = gap[1:].max(), gap[tau >= tau[-1] / 2].max(), signed[-1]
+        if levels:
+            full = dyson_levels_sde(ds, paths=level_paths, seed=sde_seed if level_seed is None else level_seed,
+                                    n_steps=level_steps)
+            for i, lev in enumerate(levels):
+                g = analysis.level_median_gap(ds.x.values[..., lev], full.x.values[..., lev], tau)
+                for k, v in g.items():
+                    lev_out[k][i, j] = v
     dims = ("coulomb", "records")
-    return xr.Dataset({"gap_max": (dims, out[0]), "gap_late": (dims, out[1]), "gap_end": (dims, out[2])},
-                      coords={"coulomb": list(coulombs), "records": records},
-                      attrs={"T": params.T, "inv_sigma_w": params.inv_sigma_w, "steps": int(steps)})
+    res = xr.Dataset({"gap_max": (dims, out[0]), "gap_late": (dims, out[1]), "gap_end": (dims, out[2])},
+                     coords={"coulomb": list(coulombs), "records": records},
+                     attrs={"T": params.T, "inv_sigma_w": params.inv_sigma_w, "steps": int(steps)})
+    if levels:
+        res = res.assign({f"level_{k}": (("level", "records"), v) for k, v in lev_out.items()})
+        res = res.assign_coords(level=levels).assign_attrs(level_paths=int(level_paths),
+                                                           level_steps=int(level_steps))
+    return res
 
 
 def dyson_levels_sde(ds, *, paths=4, seed, n_steps=20000, min_substeps=200):
