@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import chapters  # noqa: E402
 
 # DESIGN: a chapter at quick scale runs in at most 3 minutes on 2 cores. The suite runs
-# chapters beside other tests (and `make book` two chapters at a time), so allow 2x.
+# chapters beside other tests (and a plain `make book` runs two chapters at a time), so allow 2x.
 QUICK_RUNTIME_LIMIT_S = 2 * 180
 
 
