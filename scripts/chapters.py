@@ -8,12 +8,16 @@ Makefile (``make book``, ``make chapter``) and importable by the tests::
     python scripts/chapters.py run [--scale quick] [--jobs N] [-p NAME VALUE ...] [NB ...]
     python scripts/chapters.py stage
     python scripts/chapters.py params-doc [--check] [NB ...]
+    python scripts/chapters.py snapshot EXECUTED_NB OUT_DIR
 
 ``run`` executes the given notebooks (default: every notebook chapter of ``_toc.yml``)
 in parallel, one process per chapter, each with its working directory set to the
 notebook's own folder (as in Jupyter opened in ``book/``). It collects failures and
 prints, for each failed chapter, its name and the error with the traceback tail; the
 exit status is the number of failed chapters (capped at 1), so ``make`` stops.
+
+``snapshot`` keeps an executed chapter's glued figures (PNG) and numbers (``glue.json``)
+for a page that shows a run the book build does not repeat (the papers' scale).
 
 ``params-doc`` appends "(quick: <value>, paper: <value>)" from ``params/*.yaml`` to the
 comment of every chapter parameter filled from a preset (idempotent), so that
@@ -185,39 +189,80 @@ def _ipc_config(folder):
     return Config({"KernelManager": {"transport": "ipc", "ip": os.path.join(str(folder), "kernel")}})
 
 
-def read_glue(executed_nb) -> dict:
-    """Values recorded with ``myst_nb.glue(name, value)`` in an executed notebook.
+def _glue_outputs(executed_nb):
+    """``(name, data)`` of every ``myst_nb.glue`` output of an executed notebook.
 
     myst-nb 1.x emits each glue as a ``display_data`` output whose metadata holds
     ``{"scrapbook": {"name": ..., "mime_prefix": ...}}``; with ``display=False`` the
-    mime types carry the prefix. Returns name -> the ``text/plain`` value, parsed with
-    ``ast.literal_eval`` where possible (numbers, strings, lists...), else the text.
-    ``executed_nb`` is a path or an ``nbformat`` notebook.
+    mime types carry the prefix, which is stripped here. ``executed_nb`` is a path or
+    an ``nbformat`` notebook.
     """
     import nbformat
 
     if not hasattr(executed_nb, "cells"):
         executed_nb = nbformat.read(str(executed_nb), as_version=4)
-    values = {}
     for cell in executed_nb.cells:
         for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
             meta = output.get("metadata", {}).get("scrapbook")
             if not meta or "name" not in meta:
                 continue
             prefix = meta.get("mime_prefix", "") or ""
-            data = {k[len(prefix):] if k.startswith(prefix) else k: v
-                    for k, v in output.get("data", {}).items()}
-            text = data.get("text/plain")
-            if text is None:
-                values[meta["name"]] = data
-                continue
-            if isinstance(text, list):
-                text = "".join(text)
-            try:
-                values[meta["name"]] = ast.literal_eval(text)
-            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-                values[meta["name"]] = text
+            yield meta["name"], {k[len(prefix):] if k.startswith(prefix) else k: v
+                                 for k, v in output.get("data", {}).items()}
+
+
+def read_glue(executed_nb) -> dict:
+    """Values recorded with ``myst_nb.glue(name, value)`` in an executed notebook.
+
+    Returns name -> the ``text/plain`` value, parsed with ``ast.literal_eval`` where
+    possible (numbers, strings, lists...), else the text; a glue without text (a
+    figure) maps to its mime bundle.
+    """
+    values = {}
+    for name, data in _glue_outputs(executed_nb):
+        text = data.get("text/plain")
+        if text is None:
+            values[name] = data
+            continue
+        if isinstance(text, list):
+            text = "".join(text)
+        try:
+            values[name] = ast.literal_eval(text)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            values[name] = text
     return values
+
+
+def snapshot(executed_nb, out_dir) -> list[Path]:
+    """Keep what an executed chapter showed: its glued figures as PNG files, its glued
+    numbers in ``glue.json``.
+
+    For a run the book build does not repeat (a chapter at the papers' scale, hours
+    long): the files go into the book's sources, and a page shows them with their
+    provenance. Returns the paths written.
+    """
+    import base64
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written, numbers = [], {}
+    for name, data in _glue_outputs(executed_nb):
+        if "image/png" in data:
+            path = out_dir / f"{name}.png"
+            path.write_bytes(base64.b64decode(data["image/png"]))
+            written.append(path)
+    figures = {path.stem for path in written}
+    for name, value in read_glue(executed_nb).items():
+        if name in figures:
+            continue
+        if isinstance(value, (int, float, str, bool)) or value is None:
+            numbers[name] = value
+        elif isinstance(value, (list, tuple)):
+            numbers[name] = list(value)
+    path = out_dir / "glue.json"
+    path.write_text(json.dumps(numbers, indent=1, sort_keys=True) + "\n")
+    written.append(path)
+    return written
 
 
 # ---------------------------------------------------------------------------- run
@@ -593,6 +638,10 @@ def main(argv=None) -> int:
     p_stage = sub.add_parser("stage", help="copy config and non-notebook book files into the stage")
     p_stage.add_argument("--out", type=Path, default=STAGE)
     sub.add_parser("list", help="print the notebook chapters in toc order")
+    p_snap = sub.add_parser("snapshot", help="write an executed chapter's glued figures (PNG) "
+                                             "and numbers (glue.json) into a folder")
+    p_snap.add_argument("executed", type=Path, help="an executed chapter notebook")
+    p_snap.add_argument("out", type=Path, help="folder for the PNG files and glue.json")
     p_doc = sub.add_parser("params-doc", help="append '(quick: ..., paper: ...)' from params/*.yaml "
                                               "to every parameter comment")
     p_doc.add_argument("notebooks", nargs="*", type=Path,
@@ -606,6 +655,10 @@ def main(argv=None) -> int:
     if args.command == "list":
         for nb in chapter_notebooks():
             print(nb.relative_to(ROOT))
+        return 0
+    if args.command == "snapshot":
+        for path in snapshot(args.executed, args.out):
+            print(path)
         return 0
     if args.command == "stage":
         print(f"staged book sources in {stage(args.out)}")

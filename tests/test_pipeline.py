@@ -51,6 +51,32 @@ def test_read_glue_values_and_kernel_interpreter(tmp_path):
     assert chapters.read_glue(nbformat.read(str(out), as_version=4)) == values
 
 
+def test_snapshot_keeps_glued_figures_and_numbers(tmp_path):
+    """A kept run: each glued figure as the PNG the notebook holds, every glued number
+    and short list in glue.json, nothing else."""
+    import base64
+    import json
+
+    nb = _notebook(
+        tmp_path / "snap.ipynb",
+        "import matplotlib.pyplot as plt\nfrom myst_nb import glue",
+        'fig, ax = plt.subplots(); ax.plot([0, 1], [x, 2 * x])\n'
+        'glue("line_fig", fig, display=False); plt.close(fig)\n'
+        'glue("slope", x, display=False)\nglue("label", "two", display=False)\n'
+        'glue("ks", [2, 4], display=False)',
+    )
+    out = tmp_path / "out.ipynb"
+    chapters.execute(nb, out, {"x": 3.0})
+    written = chapters.snapshot(out, tmp_path / "kept")
+    assert sorted(p.name for p in written) == ["glue.json", "line_fig.png"]
+    png = (tmp_path / "kept" / "line_fig.png").read_bytes()
+    assert png.startswith(b"\x89PNG")
+    stored = dict(chapters._glue_outputs(out))["line_fig"]["image/png"]
+    assert png == base64.b64decode(stored)  # the notebook's own bytes, not a re-rendering
+    assert json.loads((tmp_path / "kept" / "glue.json").read_text()) == {
+        "slope": 3.0, "label": "two", "ks": [2, 4]}
+
+
 def test_chapter_kernels_run_over_ipc_with_a_quiet_log(tmp_path, capfd):
     """No "running over TCP without encryption" warning from the kernel, no papermill
     "Unable to parse line" for a parameters cell that follows the rules."""
