@@ -119,3 +119,32 @@ def test_a_book_built_without_a_url_has_no_launch_buttons_and_with_one_has_both(
     assert "https://github.com/example/tsdyn" in page  # the repository button
     # both builds carry the bundled MathJax
     assert (tmp_path / "on" / "_build" / "html" / "_static" / "mathjax" / "tex-chtml.js").is_file()
+
+
+def test_kept_run_lookup_reads_glue_json_and_names_what_is_missing(tmp_path):
+    import json
+
+    from kept_runs import format_value, lookup
+
+    run = tmp_path / "book" / "paper_runs" / "toy"
+    run.mkdir(parents=True)
+    (run / "glue.json").write_text(json.dumps({"slope": 9.03, "Ks": [2, 4, 8]}))
+    value, path = lookup(tmp_path, "toy:slope")
+    assert value == 9.03 and path == run / "glue.json"
+    assert format_value(lookup(tmp_path, "toy:Ks")[0]) == "2, 4, 8"
+    for text, message in [("toy:nope", "has no number 'nope'"), ("other:slope", "no kept run 'other'"),
+                          ("slope", "must read 'run:key'")]:
+        with pytest.raises(KeyError, match=message):
+            lookup(tmp_path, text)
+
+
+def test_every_kept_number_quoted_in_the_book_exists():
+    """What the -W build would stop on, found without building: each {kept}`run:key`
+    of a page names a number of a kept run in book/paper_runs/."""
+    from kept_runs import lookup
+
+    quoted = [(page.name, ref) for page in sorted((ROOT / "book").glob("*.md"))
+              for ref in re.findall(r"\{kept\}`([^`]+)`", page.read_text())]
+    assert any(page == "01_committee_paper.md" for page, _ in quoted)  # the scan reads the pages
+    for page, ref in quoted:
+        lookup(ROOT, ref)  # raises KeyError naming the missing run or key
