@@ -243,6 +243,10 @@ def snapshot(executed_nb, out_dir) -> list[Path]:
     """
     import base64
 
+    import nbformat
+
+    if not hasattr(executed_nb, "cells"):  # read once, walked twice below
+        executed_nb = nbformat.read(str(executed_nb), as_version=4)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written, numbers = [], {}
