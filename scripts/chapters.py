@@ -189,6 +189,15 @@ def _ipc_config(folder):
     return Config({"KernelManager": {"transport": "ipc", "ip": os.path.join(str(folder), "kernel")}})
 
 
+def _as_notebook(executed_nb):
+    """An ``nbformat`` notebook from a path, or the notebook itself."""
+    import nbformat
+
+    if hasattr(executed_nb, "cells"):
+        return executed_nb
+    return nbformat.read(str(executed_nb), as_version=4)
+
+
 def _glue_outputs(executed_nb):
     """``(name, data)`` of every ``myst_nb.glue`` output of an executed notebook.
 
@@ -197,11 +206,7 @@ def _glue_outputs(executed_nb):
     mime types carry the prefix, which is stripped here. ``executed_nb`` is a path or
     an ``nbformat`` notebook.
     """
-    import nbformat
-
-    if not hasattr(executed_nb, "cells"):
-        executed_nb = nbformat.read(str(executed_nb), as_version=4)
-    for cell in executed_nb.cells:
+    for cell in _as_notebook(executed_nb).cells:
         for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
             meta = output.get("metadata", {}).get("scrapbook")
             if not meta or "name" not in meta:
@@ -243,10 +248,7 @@ def snapshot(executed_nb, out_dir) -> list[Path]:
     """
     import base64
 
-    import nbformat
-
-    if not hasattr(executed_nb, "cells"):  # read once, walked twice below
-        executed_nb = nbformat.read(str(executed_nb), as_version=4)
+    executed_nb = _as_notebook(executed_nb)  # read once, walked twice below
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written, numbers = [], {}
