@@ -143,6 +143,29 @@ def test_cache_is_keyed_by_seed_and_more_replicas_reuse_the_old_ones(tmp_path, c
     assert len(calls) == N_TASKS
 
 
+def test_each_returns_unstacked_results_in_order_and_caches_them(tmp_path, calls):
+    """sweep.each: fn(**kw, seed=seed) per point, results of different shapes kept apart
+    with their attrs, the same numbers on processes, and a second call read from the cache."""
+    points = [({"a": a}, np.random.SeedSequence(9, spawn_key=(i,))) for i, a in enumerate((0.5, 2.0, 3.0))]
+    out = sweep.each(toy.moving_times, points, "serial", tmp_path)
+    assert [float(r.t[-1]) for r in out] == [0.5, 2.0, 3.0]  # unstackable: different time axes
+    traj = sweep.each(toy.trajectory, points, "serial", tmp_path)
+    assert [r.attrs["a"] for r in traj] == [0.5, 2.0, 3.0]
+    alone = toy.trajectory(a=2.0, seed=np.random.SeedSequence(9, spawn_key=(1,)))
+    xr.testing.assert_identical(traj[1], alone)
+    assert len(cache_files(tmp_path)) == 6
+    calls.clear()
+    with spawn_pool(2) as pool:
+        again = sweep.each(toy.noisy, [({"a": 1.0, "b": 2}, 4)], pool, tmp_path)
+    with pytest.raises(TypeError, match=r"points\[0\] must be a \(params dict, seed\) pair"):
+        sweep.each(toy.trajectory, [(2.0, 1)])
+    for r, s in zip(sweep.each(toy.trajectory, points, "serial", tmp_path), traj):
+        xr.testing.assert_identical(r, s)
+    assert calls == []  # every point came from the cache (the pool's call ran in a worker)
+    assert sweep.each(toy.noisy, [({"a": 1.0, "b": 2}, 4)], "serial", tmp_path)[0].identical(again[0])
+    assert calls == []
+
+
 def test_cache_files_are_netcdf_holding_the_point_and_its_key(tmp_path):
     sweep.run(toy.trajectory, {"a": [2.0]}, "serial", tmp_path, seed=3, progress=False)
     (name,) = cache_files(tmp_path)

@@ -137,6 +137,68 @@ def run(fn, grid, executor=None, cache=None, *, seeds=1, seed=0, progress=True):
     _validate.integer("seeds", seeds, low=1, doc="number of replicas per grid point")
     root = _root_seed(seed)
     tasks = _tasks(axes, seeds, root)
+    results = _evaluate_cached(fn, name, tasks, executor, cache, progress)
+    attrs = {"fn": name, "seeds": seeds, "seed_entropy": str(root.entropy),
+             "seed_spawn_key": str(root.spawn_key), "tsdyn_version": __version__}
+    return _stack(results, tasks, axes, seeds, attrs)
+
+
+def each(fn, points, executor=None, cache=None, *, progress=False):
+    """Evaluate ``fn`` at a list of points, each with its own seed, and return the results as a list.
+
+    The unstacked companion of :func:`run`, for results that cannot share one array: a
+    solver's iteration history, say, whose length differs from seed to seed. Each
+    Dataset comes back as ``fn`` returned it, attrs included, in the order of ``points``.
+
+    Parameters
+    ----------
+    fn : callable
+        Called as ``fn(**params, seed=seed)``; it must return an ``xarray.Dataset`` (or
+        a dict, as for :func:`run`) and be picklable by reference to run on processes.
+    points : sequence of (dict, seed)
+        Keyword arguments of one evaluation and its seed (a non-negative int or a
+        ``numpy.random.SeedSequence``). The seeds are the caller's: pass children of one
+        root (:func:`tsdyn._seeds.children`) for independent replicas.
+    executor, cache, progress
+        As for :func:`run`. A cached point is keyed exactly as a point of :func:`run`
+        with these keyword values and seed (replica 0), so an interrupted list of
+        evaluations re-computes only the missing ones.
+
+    Returns
+    -------
+    list of xarray.Dataset
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``points`` is not a sequence of (dict, seed) pairs, or as for :func:`run`.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable; got {type(fn).__name__}")
+    name = _fn_name(fn)
+    _check_executor(executor)
+    tasks = []
+    for params, seed in _point_pairs(points):
+        tasks.append(_Task(len(tasks), params, 0, _root_seed(seed)))
+    return _evaluate_cached(fn, name, tasks, executor, cache, progress)
+
+
+def _point_pairs(points):
+    """``points`` checked as a list of (keyword dict, seed) pairs."""
+    try:
+        pairs = [tuple(p) for p in points]
+    except TypeError:
+        raise TypeError(f"points must be a sequence of (params dict, seed) pairs; got "
+                        f"{type(points).__name__}") from None
+    for i, pair in enumerate(pairs):
+        if len(pair) != 2 or not isinstance(pair[0], Mapping):
+            raise TypeError(f"points[{i}] must be a (params dict, seed) pair; got {pair!r}")
+    return [(dict(params), seed) for params, seed in pairs]
+
+
+def _evaluate_cached(fn, name, tasks, executor, cache, progress):
+    """Every task's result Dataset, in task order: read from ``cache`` where it holds
+    one, else computed (on ``executor``) and stored there."""
     code = None
     if cache is not None:
         cache = os.fspath(cache)
@@ -153,9 +215,7 @@ def run(fn, grid, executor=None, cache=None, *, seeds=1, seed=0, progress=True):
             _store(cache, keys[task.position], result, task)
             results[task.position] = result
             bar.update()
-    attrs = {"fn": name, "seeds": seeds, "seed_entropy": str(root.entropy),
-             "seed_spawn_key": str(root.spawn_key), "tsdyn_version": __version__}
-    return _stack(results, tasks, axes, seeds, attrs)
+    return results
 
 
 def executor(dask_scheduler=None, *, max_workers=None):

@@ -5,7 +5,7 @@ from functools import partial
 import numpy as np
 import xarray as xr
 
-from .. import _seeds, _validate
+from .. import _seeds, _validate, sweep
 from ..stats import bootstrap_median, max_abs_t_quantile_mixed, rms_t_expected, welch_dof
 from .simulate import simulate
 
@@ -38,31 +38,31 @@ def curve_seed(*key):
     return np.random.SeedSequence(int.from_bytes(digest[:16], "little"))
 
 
-def _map(executor, fn, items):
-    """``fn`` over ``items``, in order: serially (``executor=None``) or on a
+def _map(fn, points, executor, cache):
+    """``fn(**kw, seed=seed)`` at each ``(kw, seed)`` of ``points``, in order
+    (:func:`tsdyn.sweep.each`): serially (``executor=None``) or on a
     ``concurrent.futures``-style executor (:func:`tsdyn.sweep.executor`: local processes or
-    a Dask cluster). Every item carries its own seed, so the results do not depend on it."""
-    items = list(items)
-    return [fn(x) for x in items] if executor is None else list(executor.map(fn, items))
+    a Dask cluster). Every point carries its own seed, so the results do not depend on it.
+    With ``cache`` (a directory), each finished run is stored there and found again by a
+    later call with the same parameters, seed and code: a paper-scale chapter can be run
+    in pieces."""
+    return sweep.each(fn, points, sweep.SERIAL if executor is None else executor, cache)
 
 
-def _simulate_seeded(params, t_max, d, init, seed):
-    return simulate(params, t_max, d=d, seed=seed, init=init)
+def _solver():
+    from .solve import solve  # solve imports this module's siblings; import late
+
+    return solve
 
 
-def _solve_seeded(params, t_max, solve_kw, seed):
-    from .solve import solve
-
-    return solve(params, t_max, seed=seed, **solve_kw)
-
-
-def simulate_seeds(params, t_max, *, d, seeds, init="fixed", seed=None, executor=None):
+def simulate_seeds(params, t_max, *, d, seeds, init="fixed", seed=None, executor=None, cache=None):
     """Mean and standard error over ``seeds`` independent runs (data, init and batches).
 
     Run ``i`` uses child ``i`` of ``seed`` (default: :func:`curve_seed` of the parameters,
     ``d`` and ``init``, so every curve has its own training sets; pass the same ``seed``
     to two calls to pair them, e.g. the same training sets at another learning rate).
-    ``executor`` runs them in parallel (:func:`_map`); the result is the same.
+    ``executor`` runs them in parallel and ``cache`` keeps each run on disk (:func:`_map`);
+    the result is the same.
 
     Returns a Dataset with ``<var>`` (mean), ``<var>_se`` and ``<var>_run`` (seed, t), the
     runs themselves, for m, C_diag, eg, train_loss, train_acc, train_energy, and the
@@ -70,7 +70,8 @@ def simulate_seeds(params, t_max, *, d, seeds, init="fixed", seed=None, executor
     """
     _validate.integer("seeds", seeds, low=2, doc="independent runs (error bars need two)")
     root = curve_seed("simulation", params.attrs(), d, init) if seed is None else seed
-    runs = _map(executor, partial(_simulate_seeded, params, t_max, d, init), _seeds.children(root, seeds))
+    runs = _map(partial(simulate, params, t_max, d=d, init=init),
+                [({}, s) for s in _seeds.children(root, seeds)], executor, cache)
     out = {}
     for v in VARIABLES:
         vals = np.stack([r[v].values for r in runs])
@@ -140,21 +141,23 @@ def max_z(sim, theory, variables=("eg", "train_loss"), every=5, theory_se=None):
     return float(z.max()) if len(z) else 0.0
 
 
-def solve_seeds(params, t_max, *, seeds, seed=None, executor=None, **solve_kw):
+def solve_seeds(params, t_max, *, seeds, seed=None, executor=None, cache=None, **solve_kw):
     """:func:`tsdyn.dmft.solve` with independent Monte Carlo seeds: mean and standard error.
 
     Seed ``i`` is child ``i`` of ``seed`` (default: :func:`curve_seed` of the parameters,
     so every curve has its own Monte Carlo samples). The key leaves out ``n_samples``: the
     counter-based samples of a seed are nested, so the same call with 4 ``n_samples``
     reuses the first quarter's samples (paired runs, :func:`bias_check`). ``executor``
-    runs the seeds in parallel (:func:`_map`); the result is the same.
+    runs the seeds in parallel and ``cache`` keeps each solution on disk (:func:`_map`);
+    the result is the same.
 
     Returns (mean Dataset of the first-order observables, their standard errors, the list
     of solutions).
     """
     _validate.integer("seeds", seeds, low=2, doc="Monte Carlo seeds")
     root = curve_seed("dmft", params.attrs()) if seed is None else seed
-    sols = _map(executor, partial(_solve_seeded, params, t_max, solve_kw), _seeds.children(root, seeds))
+    sols = _map(partial(_solver(), params, t_max),
+                [(solve_kw, s) for s in _seeds.children(root, seeds)], executor, cache)
     stack = xr.concat([s[list(VARIABLES)] for s in sols], dim="seed")
     return stack.mean("seed"), stack.std("seed", ddof=1) / np.sqrt(seeds), sols
 
@@ -261,7 +264,7 @@ def difference(a, b):
 
 
 def bias_check(params, t_max, *, n_samples, seeds, factor=4, n_resp=None, n_resp_alt=None,
-               t_from=None, variables=("train_loss", "eg"), seed=None, executor=None):
+               t_from=None, variables=("train_loss", "eg"), seed=None, executor=None, cache=None):
     """Finite-sample bias of the DMFT, from paired solves.
 
     For each of ``seeds`` Monte Carlo seeds the DMFT is solved three times with the same
@@ -276,7 +279,8 @@ def bias_check(params, t_max, *, n_samples, seeds, factor=4, n_resp=None, n_resp
     Returns a dict: ``base``, ``big``, ``resp`` ({var: run averages}), ``d_samples`` and
     ``d_resp`` ({var: (mean, standard error)} of the paired differences big - base and
     resp - base), ``sols_big`` (the ``factor * n_samples`` solutions), ``t_from``,
-    ``n_resp``, ``n_resp_alt``. ``executor`` runs the solves in parallel (:func:`_map`).
+    ``n_resp``, ``n_resp_alt``. ``executor`` runs the solves in parallel and ``cache``
+    keeps them on disk (:func:`_map`).
     """
     _validate.integer("n_samples", n_samples, low=2, doc="Monte Carlo samples")
     _validate.integer("seeds", seeds, low=2, doc="Monte Carlo seeds (error bars need two)")
@@ -289,8 +293,8 @@ def bias_check(params, t_max, *, n_samples, seeds, factor=4, n_resp=None, n_resp
              "big": dict(n_samples=factor * n_samples, n_resp=n_resp),
              "resp": dict(n_samples=n_samples, n_resp=n_resp_alt)}
     children = _seeds.children(root, seeds)
-    sols = _map(executor, partial(_solve_job, params, t_max),
-                [(kw, s) for s in children for kw in kinds.values()])
+    sols = _map(partial(_solver(), params, t_max), [(kw, s) for s in children for kw in kinds.values()],
+                executor, cache)
     runs = {k: sols[i::len(kinds)] for i, k in enumerate(kinds)}
     avg = {k: {v: window_means(r, v, t_from) for v in variables} for k, r in runs.items()}
     return dict(**avg, t_from=t_from, n_resp=n_resp, n_resp_alt=n_resp_alt, sols_big=runs["big"],
@@ -298,13 +302,8 @@ def bias_check(params, t_max, *, n_samples, seeds, factor=4, n_resp=None, n_resp
                 d_resp={v: mean_se(avg["resp"][v] - avg["base"][v]) for v in variables})
 
 
-def _solve_job(params, t_max, job):
-    kw, seed = job
-    return _solve_seeded(params, t_max, kw, seed)
-
-
 def finite_d_sweep(params, t_max, *, ds, seeds, d_half=None, t_from=None,
-                   variables=("train_loss", "eg"), executor=None):
+                   variables=("train_loss", "eg"), executor=None, cache=None):
     """Simulations at several dimensions, each run reduced to its late time average.
 
     Every d has its own training sets (:func:`curve_seed`); at ``d_half`` (default the
@@ -312,7 +311,8 @@ def finite_d_sweep(params, t_max, *, ds, seeds, d_half=None, t_from=None,
     the learning rate, eta/2, for a paired step-size check. Returns a dict: ``sim``
     ({d: {var: run averages}}), ``half`` ({var: run averages}), ``eta_diff`` ({var: (mean,
     standard error) of the paired difference eta/2 minus eta}) and ``t_from``. ``executor``
-    runs the simulations in parallel (:func:`_map`); the result is the same.
+    runs the simulations in parallel and ``cache`` keeps them on disk (:func:`_map`); the
+    result is the same.
     """
     from dataclasses import replace
 
@@ -328,10 +328,11 @@ def finite_d_sweep(params, t_max, *, ds, seeds, d_half=None, t_from=None,
         t = sim.t.values >= t_from - 1e-12
         return {v: sim[v + "_run"].values[:, t].mean(1) for v in variables}
 
-    sim = {d: reduce(simulate_seeds(params, t_max, d=d, seeds=seeds, executor=executor)) for d in ds}
+    sim = {d: reduce(simulate_seeds(params, t_max, d=d, seeds=seeds, executor=executor, cache=cache))
+           for d in ds}
     root = curve_seed("simulation", params.attrs(), d_half, "fixed")
     half = reduce(simulate_seeds(replace(params, eta=params.eta / 2), t_max, d=d_half, seeds=seeds,
-                                 seed=root, executor=executor))
+                                 seed=root, executor=executor, cache=cache))
     return dict(sim=sim, half=half, t_from=t_from,
                 eta_diff={v: mean_se(half[v] - sim[d_half][v]) for v in variables})
 
