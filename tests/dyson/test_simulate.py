@@ -2,6 +2,7 @@
 and the linear scaling rule."""
 
 import numpy as np
+import xarray as xr
 import pytest
 from scipy import stats
 
@@ -170,3 +171,36 @@ def test_long_column_shorter_run_is_a_prefix_of_a_longer_one():
     assert np.array_equal(a.loss.values[:, :n], b.loss.values)
     with pytest.raises(ValueError, match="record_at"):
         dyson.train_ensemble(dyson.Params.from_temperature(2.0, 8.0), 10, seed=0, n_models=1, record_at=[0, 5])
+
+
+def test_long_column_stopped_and_resumed_is_the_uninterrupted_run(tmp_path, monkeypatch):
+    """A run killed after a few records continues from its saved state (resume=True), with a
+    larger target too (a prefix grid), and ends bit-identical to the run that never stopped."""
+    from tsdyn import dyson
+    from tsdyn.dyson import experiments
+
+    kw = dict(seed=0, n_models=2, T_index=[3], moment_samples=50)
+    whole = dyson.long_column([2.0], 8.0, 3, path=tmp_path / "whole.nc", **kw)
+    summary, calls = experiments.summary, []
+
+    def dying(ds):
+        calls.append(1)
+        if len(calls) == 12:
+            raise KeyboardInterrupt  # as a session's end would stop it
+        return summary(ds)
+
+    monkeypatch.setattr(experiments, "summary", dying)
+    path = tmp_path / "part.nc"
+    with pytest.raises(KeyboardInterrupt):
+        dyson.long_column([2.0], 8.0, 2, path=path, **kw)
+    monkeypatch.setattr(experiments, "summary", summary)
+    stopped = xr.load_dataset(path)
+    assert 0 < stopped.sizes["epoch"] < whole.sizes["epoch"] - 1
+    counted = []
+    monkeypatch.setattr(experiments, "summary", lambda ds: counted.append(1) or summary(ds))
+    resumed = dyson.long_column([2.0], 8.0, 3, path=path, resume=True, **kw)
+    xr.testing.assert_identical(resumed, whole)
+    assert len(counted) == whole.sizes["epoch"] - 11  # records 1..11 (before the 12th summary) read back
+    xr.testing.assert_identical(xr.load_dataset(path), xr.load_dataset(tmp_path / "whole.nc"))
+    with pytest.raises(ValueError, match="one T"):
+        dyson.long_column([2.0, 8.0], 8.0, 3, path=path, resume=True, seed=0, n_models=2)

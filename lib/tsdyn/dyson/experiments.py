@@ -1,5 +1,6 @@
 """Composite runs for sweeps (:func:`tsdyn.sweep.run`) and for the chapter."""
 
+import json
 import os
 from functools import partial
 
@@ -254,7 +255,7 @@ def long_record_steps(steps, per_decade=8):
 
 
 def long_column(Ts, inv_sigma_w, epochs, *, seed, n_models, T_index=None, per_decade=8, moment_samples=1000,
-                path=None):
+                path=None, resume=False):
     """Long training of one column of the phase diagram: the paper's length, in epochs of 1000 steps.
 
     For each T in ``Ts`` an ensemble at 1/sigma_w = ``inv_sigma_w`` (|B| = 4) is trained for
@@ -266,9 +267,13 @@ def long_column(Ts, inv_sigma_w, epochs, *, seed, n_models, T_index=None, per_de
     same models whatever else is in ``Ts`` (``T_index`` gives k explicitly when ``Ts`` holds
     one value run apart from its column). With ``path``, the Dataset of the records so far
     is written there (netCDF) after every record, so a run stopped early keeps what it
-    reached. Returns a Dataset over ``T``, ``epoch`` and ``model`` with the fields
-    :data:`LONG_FIELDS`; attrs ``steps_per_epoch``, ``epochs`` (the target) and
-    ``epochs_reached``.
+    reached. For one temperature, the training state (weights, batch generators, records)
+    is also written beside it, to ``<path>.state.npz``, after every record: ``resume=True``
+    then continues a stopped run from its last record instead of starting again (the
+    same arguments; ``epochs`` may be larger), so a run of the paper's length can be
+    split over sessions. The result is bit-identical to an uninterrupted run. Returns a
+    Dataset over ``T``, ``epoch`` and ``model`` with the fields :data:`LONG_FIELDS`; attrs
+    ``steps_per_epoch``, ``epochs`` (the target) and ``epochs_reached``.
     """
     Ts = [float(T) for T in np.atleast_1d(Ts)]
     idx = list(range(len(Ts))) if T_index is None else [int(k) for k in np.atleast_1d(T_index)]
@@ -278,6 +283,16 @@ def long_column(Ts, inv_sigma_w, epochs, *, seed, n_models, T_index=None, per_de
         raise ValueError(f"epochs must be a whole number >= 1; got {epochs!r}")
     steps = int(epochs) * STEPS_PER_EPOCH
     rows = [[] for _ in Ts]
+    state_path = None if path is None or len(Ts) != 1 else f"{path}.state.npz"
+    state = None
+    if resume:
+        if state_path is None:
+            raise ValueError("resume=True continues a run of one temperature saved to path; give path and one T")
+        if os.path.exists(state_path):
+            state = _load_state(state_path)
+            done = xr.load_dataset(path).isel(T=0).drop_vars("T")
+            done.attrs = {}
+            rows[0] = [done.isel(epoch=i) for i in range(state["record"])]
 
     def snapshot():
         n = min(len(r) for r in rows)
@@ -304,11 +319,35 @@ def long_column(Ts, inv_sigma_w, epochs, *, seed, n_models, T_index=None, per_de
         rec = recorder(k)
         ds = train_ensemble(p, steps, seed=ss, n_models=n_models, record_at=long_record_steps(steps, per_decade),
                             moment_samples=moment_samples, moments="all", k_basis=True, published=True,
-                            on_record=lambda d, rec=rec: rec(d) if d.sizes["t"] > 1 else None)
+                            on_record=lambda d, rec=rec: rec(d) if d.sizes["t"] > 1 else None,
+                            on_state=None if state_path is None else partial(_save_state, state_path),
+                            resume=state)
         rec(ds)
     out = snapshot()
     if path is not None:
         out.to_netcdf(path)
+    return out
+
+
+def _save_state(path, state):
+    """Write a :func:`train_ensemble` state atomically (npz; generator states as JSON)."""
+    arrays = {k: v for k, v in state.items() if k not in ("obs", "records", "rng")}
+    arrays.update({f"obs_{k}": v for k, v in state["obs"].items()})
+    arrays.update({f"records_{i}": v for i, v in enumerate(state["records"])})
+    arrays["rng"] = np.array(json.dumps(state["rng"]))
+    tmp = f"{path}.tmp.npz"
+    np.savez(tmp, **arrays)
+    os.replace(tmp, path)
+
+
+def _load_state(path):
+    """The state :func:`_save_state` wrote."""
+    with np.load(path) as f:
+        state = {k: f[k] for k in f.files}
+    out = {k: v for k, v in state.items() if not k.startswith(("obs_", "records_")) and k != "rng"}
+    out["obs"] = {k[4:]: v for k, v in state.items() if k.startswith("obs_")}
+    out["records"] = [state[f"records_{i}"] for i in range(sum(k.startswith("records_") for k in state))]
+    out["rng"] = json.loads(str(state["rng"]))
     return out
 
 

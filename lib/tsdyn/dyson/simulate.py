@@ -71,7 +71,8 @@ def record_steps(steps, n_points, spacing="log"):
 
 
 def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log", moment_samples=None,
-                   moments="all", k_basis=False, published=False, on_record=None, record_at=None):
+                   moments="all", k_basis=False, published=False, on_record=None, record_at=None,
+                   on_state=None, resume=None):
     """Train an ensemble of students in lockstep and record the paper's observables.
 
     All models advance together in one numba kernel call per block of steps
@@ -112,6 +113,15 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
         Called after each recording time with the Dataset of the records so far (the
         Dataset described below, cut at that time; ``attrs["steps"]`` is the step reached):
         for long runs that save their progress (:func:`tsdyn.dyson.long_column`).
+    on_state : callable or None
+        Called after each recording time but the last with the training state there: a dict
+        of arrays (weights, batch-generator states, the records so far), all copies.
+    resume : dict or None
+        A state that ``on_state`` gave to an earlier call with the same parameters, seed,
+        ensemble and options, whose recording steps agree with this call's up to the
+        state's record (a longer run on a prefix grid, :func:`tsdyn.dyson.long_record_steps`,
+        may continue a shorter one's state). Training continues from that record; the
+        result is bit-identical to an uninterrupted run.
 
     Returns
     -------
@@ -187,12 +197,15 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
     phi0 = None
     step = 0
     rec_arrays = (x_rec, K_rec, V_rec, C_rec, Kk_rec, Vk_rec, Ck_rec, xq_rec, Xm_rec, Kr_rec, Vr_rec)
+    first = 0
+    if resume is not None:
+        first, step, phi0 = _restore(resume, rec, W2, alive, diverged_at, z_var, batch_rngs, obs, rec_arrays)
 
     def dataset(n):
         return _dataset(params, rec, n, obs, rec_arrays, k_basis, published, z_var, diverged_at.copy(),
                         int(rec[n - 1]) if n < n_rec else steps, n_models, moment_samples, ss)
 
-    for r, target in enumerate(rec):
+    for r, target in enumerate(rec[first:], start=first):
         while step < target and alive.any():
             n = min(target - step, _BLOCK_STEPS)
             idx = np.stack([g.integers(0, params.n_train, size=(n, params.batch), dtype=np.int32)
@@ -239,7 +252,34 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
             arr[r, ~live] = np.nan
         if on_record is not None and r < n_rec - 1:
             on_record(dataset(r + 1))
+        if on_state is not None and r < n_rec - 1:
+            on_state(dict(record=r, step=step, record_at=rec[:r + 1].copy(), W2=W2.copy(), alive=alive.copy(),
+                          diverged_at=diverged_at.copy(), z_var=z_var.copy(), phi0=phi0.copy(),
+                          rng=[g.bit_generator.state for g in batch_rngs],
+                          obs={k: v[:r + 1].copy() for k, v in obs.items()},
+                          records=[a[:r + 1].copy() for a in rec_arrays]))
     return dataset(n_rec)
+
+
+def _restore(state, rec, W2, alive, diverged_at, z_var, batch_rngs, obs, rec_arrays):
+    """Load a :func:`train_ensemble` state into its arrays (in place); returns the next record
+    index, the step reached and the features at t = 0."""
+    r = int(state["record"])
+    if r + 1 >= len(rec) or not np.array_equal(rec[:r + 1], state["record_at"]):
+        raise ValueError(f"resume: the state was saved at step {int(state['step'])} on recording steps "
+                         f"that are not a prefix of this run's record_at; continue it with the same grid "
+                         f"(and a longer run, if any, on a grid that extends it)")
+    if state["W2"].shape != W2.shape or len(state["rng"]) != len(batch_rngs):
+        raise ValueError(f"resume: the state holds {state['W2'].shape[0]} models of shape {state['W2'].shape[1:]}; "
+                         f"this run has {W2.shape[0]} of shape {W2.shape[1:]} (same params and n_models needed)")
+    W2[...], alive[...], diverged_at[...], z_var[...] = state["W2"], state["alive"], state["diverged_at"], state["z_var"]
+    for g, st in zip(batch_rngs, state["rng"]):
+        g.bit_generator.state = st
+    for k, v in obs.items():
+        v[:r + 1] = state["obs"][k]
+    for a, b in zip(rec_arrays, state["records"]):
+        a[:r + 1] = b
+    return r + 1, int(state["step"]), np.array(state["phi0"])
 
 
 def _dataset(params, rec, n, obs, rec_arrays, k_basis, published, z_var, diverged_at, steps, n_models,
