@@ -239,7 +239,9 @@ def read_glue(executed_nb) -> dict:
 
 
 def snapshot(executed_nb, out_dir) -> list[Path]:
-    """Keep what an executed chapter showed: its glued figures as PNG files, its glued
+    """Keep what an executed chapter showed: its glued figures as PNG files (``<name>.png``),
+    the figures its cells displayed without a glue as ``<cell id>-<k>.png`` (the k-th
+    image of that cell, from 1; cell ids are fixed in the chapter's source), its glued
     numbers in ``glue.json``.
 
     For a run the book build does not repeat (a chapter at the papers' scale, hours
@@ -248,7 +250,7 @@ def snapshot(executed_nb, out_dir) -> list[Path]:
     """
     import base64
 
-    executed_nb = _as_notebook(executed_nb)  # read once, walked twice below
+    executed_nb = _as_notebook(executed_nb)  # read once, walked three times below
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written, numbers = [], {}
@@ -258,6 +260,13 @@ def snapshot(executed_nb, out_dir) -> list[Path]:
             path.write_bytes(base64.b64decode(data["image/png"]))
             written.append(path)
     figures = {path.stem for path in written}
+    for cell in executed_nb.cells:
+        shown = [o for o in cell.get("outputs", []) if cell.cell_type == "code"
+                 and "image/png" in o.get("data", {}) and "scrapbook" not in o.get("metadata", {})]
+        for k, output in enumerate(shown, start=1):
+            path = out_dir / f"{cell.id}-{k}.png"
+            path.write_bytes(base64.b64decode(output["data"]["image/png"]))
+            written.append(path)
     for name, value in read_glue(executed_nb).items():
         if name in figures:
             continue

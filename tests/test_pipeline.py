@@ -52,8 +52,8 @@ def test_read_glue_values_and_kernel_interpreter(tmp_path):
 
 
 def test_snapshot_keeps_glued_figures_and_numbers(tmp_path):
-    """A kept run: each glued figure as the PNG the notebook holds, every glued number
-    and short list in glue.json, nothing else."""
+    """A kept run: each glued figure as the PNG the notebook holds, each displayed figure
+    by its cell, every glued number and short list in glue.json, nothing else."""
     import base64
     import json
 
@@ -64,11 +64,16 @@ def test_snapshot_keeps_glued_figures_and_numbers(tmp_path):
         'glue("line_fig", fig, display=False); plt.close(fig)\n'
         'glue("slope", x, display=False)\nglue("label", "two", display=False)\n'
         'glue("ks", [2, 4], display=False)',
+        'for s in (1, 2):\n    plt.plot([0, s]); plt.show()',
     )
     out = tmp_path / "out.ipynb"
     chapters.execute(nb, out, {"x": 3.0})
     written = chapters.snapshot(out, tmp_path / "kept")
-    assert sorted(p.name for p in written) == ["glue.json", "line_fig.png"]
+    shown = nbformat.read(str(out), as_version=4).cells[-1]
+    assert sorted(p.name for p in written) == sorted(
+        ["glue.json", "line_fig.png", f"{shown.id}-1.png", f"{shown.id}-2.png"])
+    assert (tmp_path / "kept" / f"{shown.id}-2.png").read_bytes() == base64.b64decode(
+        shown.outputs[1]["data"]["image/png"])  # a displayed figure, by its cell and order
     png = (tmp_path / "kept" / "line_fig.png").read_bytes()
     assert png.startswith(b"\x89PNG")
     stored = dict(chapters._glue_outputs(out))["line_fig"]["image/png"]
