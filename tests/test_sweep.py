@@ -159,6 +159,8 @@ def test_each_returns_unstacked_results_in_order_and_caches_them(tmp_path, calls
         again = sweep.each(toy.noisy, [({"a": 1.0, "b": 2}, 4)], pool, tmp_path)
     with pytest.raises(TypeError, match=r"points\[0\] must be a \(params dict, seed\) pair"):
         sweep.each(toy.trajectory, [(2.0, 1)])
+    with pytest.raises(TypeError, match=r"points\[0\]: pass \['a'\] as plain Python values"):
+        sweep.each(toy.trajectory, [({"a": np.arange(3.0)}, 1)])  # a repr would round it in the key
     for r, s in zip(sweep.each(toy.trajectory, points, "serial", tmp_path), traj):
         xr.testing.assert_identical(r, s)
     assert calls == []  # every point came from the cache (the pool's call ran in a worker)
@@ -193,8 +195,8 @@ def test_every_dtype_round_trips_exactly_through_the_cache(tmp_path):
 
 
 def test_results_netcdf_cannot_hold_exactly_are_refused_not_cached(tmp_path):
-    with pytest.raises(TypeError, match=r"cannot cache the result at point \(a=1\), replica 0: "
-                                        r"variable 'names' has dtype object"):
+    with pytest.raises(TypeError, match=r"cannot cache the result at point \(a=1\), replica 0 "
+                                        r"\(seed spawn key \(0, 0\)\): variable 'names' has dtype object"):
         sweep.run(toy.object_strings, {"a": [1]}, "serial", tmp_path, progress=False)
     assert cache_files(tmp_path) == []  # nothing stored, no temporary file left
     sweep.run(toy.object_strings, {"a": [1]}, "serial", progress=False)  # fine without a cache

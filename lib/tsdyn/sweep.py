@@ -45,7 +45,7 @@ class _Task:
 
     def describe(self):
         point = ", ".join(f"{name}={value!r}" for name, value in self.params.items())
-        return f"point ({point}), replica {self.replica}"
+        return f"point ({point}), replica {self.replica} (seed spawn key {self.seed.spawn_key})"
 
 
 def run(fn, grid, executor=None, cache=None, *, seeds=1, seed=0, progress=True):
@@ -193,6 +193,9 @@ def _point_pairs(points):
     for i, pair in enumerate(pairs):
         if len(pair) != 2 or not isinstance(pair[0], Mapping):
             raise TypeError(f"points[{i}] must be a (params dict, seed) pair; got {pair!r}")
+        arrays = [k for k, v in pair[0].items() if isinstance(v, np.ndarray)]
+        if arrays:  # the cache key holds a value's repr, which NumPy shortens and rounds
+            raise TypeError(f"points[{i}]: pass {arrays} as plain Python values (lists, floats), not arrays")
     return [(dict(params), seed) for params, seed in pairs]
 
 
@@ -327,7 +330,7 @@ def _evaluate(fn, task):
     try:
         return fn(**task.params, seed=task.seed)
     except Exception as exc:
-        exc.add_note(f"tsdyn.sweep.run: {_fn_name(fn)} raised at {task.describe()}")
+        exc.add_note(f"tsdyn.sweep: {_fn_name(fn)} raised at {task.describe()}")
         raise
 
 

@@ -173,9 +173,12 @@ def test_long_column_shorter_run_is_a_prefix_of_a_longer_one():
         dyson.train_ensemble(dyson.Params.from_temperature(2.0, 8.0), 10, seed=0, n_models=1, record_at=[0, 5])
 
 
-def test_long_column_stopped_and_resumed_is_the_uninterrupted_run(tmp_path, monkeypatch):
-    """A run killed after a few records continues from its saved state (resume=True), with a
-    larger target too (a prefix grid), and ends bit-identical to the run that never stopped."""
+@pytest.mark.parametrize("killed_at", [1, 12])
+def test_long_column_stopped_and_resumed_is_the_uninterrupted_run(tmp_path, monkeypatch, killed_at):
+    """A run killed after a few records (or after its first, before any row is written)
+    continues from its saved state (resume=True), with a larger target too (a prefix grid),
+    and ends bit-identical to the run that never stopped; a state is not resumed with
+    other arguments."""
     from tsdyn import dyson
     from tsdyn.dyson import experiments
 
@@ -185,7 +188,7 @@ def test_long_column_stopped_and_resumed_is_the_uninterrupted_run(tmp_path, monk
 
     def dying(ds):
         calls.append(1)
-        if len(calls) == 12:
+        if len(calls) == killed_at:
             raise KeyboardInterrupt  # as a session's end would stop it
         return summary(ds)
 
@@ -194,13 +197,17 @@ def test_long_column_stopped_and_resumed_is_the_uninterrupted_run(tmp_path, monk
     with pytest.raises(KeyboardInterrupt):
         dyson.long_column([2.0], 8.0, 2, path=path, **kw)
     monkeypatch.setattr(experiments, "summary", summary)
-    stopped = xr.load_dataset(path)
-    assert 0 < stopped.sizes["epoch"] < whole.sizes["epoch"] - 1
+    assert path.exists() == (killed_at > 1)  # the first row is written at record 1
+    for other in (dict(kw, seed=1), dict(kw, T_index=[4]), dict(kw, moment_samples=60)):
+        if killed_at > 1 or other["moment_samples"] == 50:  # no rows yet: moments are not in the state
+            with pytest.raises(ValueError, match="resume"):
+                dyson.long_column([2.0], 8.0, 3, path=path, resume=True, **other)
     counted = []
     monkeypatch.setattr(experiments, "summary", lambda ds: counted.append(1) or summary(ds))
     resumed = dyson.long_column([2.0], 8.0, 3, path=path, resume=True, **kw)
     xr.testing.assert_identical(resumed, whole)
-    assert len(counted) == whole.sizes["epoch"] - 11  # records 1..11 (before the 12th summary) read back
+    # the rows of records 1 .. killed_at - 1 were read back, not trained again
+    assert len(counted) == whole.sizes["epoch"] - (killed_at - 1)
     xr.testing.assert_identical(xr.load_dataset(path), xr.load_dataset(tmp_path / "whole.nc"))
     with pytest.raises(ValueError, match="one T"):
         dyson.long_column([2.0, 8.0], 8.0, 3, path=path, resume=True, seed=0, n_models=2)

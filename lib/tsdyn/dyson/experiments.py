@@ -290,9 +290,8 @@ def long_column(Ts, inv_sigma_w, epochs, *, seed, n_models, T_index=None, per_de
             raise ValueError("resume=True continues a run of one temperature saved to path; give path and one T")
         if os.path.exists(state_path):
             state = _load_state(state_path)
-            done = xr.load_dataset(path).isel(T=0).drop_vars("T")
-            done.attrs = {}
-            rows[0] = [done.isel(epoch=i) for i in range(state["record"])]
+            if state["record"] > 0:  # records 1, 2, ... are in the netCDF (record 0 has no row)
+                rows[0] = _stored_rows(path, state, Ts[0], inv_sigma_w, n_models, moment_samples, seed)
 
     def snapshot():
         n = min(len(r) for r in rows)
@@ -323,10 +322,22 @@ def long_column(Ts, inv_sigma_w, epochs, *, seed, n_models, T_index=None, per_de
                             on_state=None if state_path is None else partial(_save_state, state_path),
                             resume=state)
         rec(ds)
-    out = snapshot()
-    if path is not None:
-        out.to_netcdf(path)
-    return out
+    return snapshot()  # with path, the last record's rec() has written it already
+
+
+def _stored_rows(path, state, T, inv_sigma_w, n_models, moment_samples, seed):
+    """The rows of records 1 .. state["record"] that a stopped :func:`long_column` wrote to
+    ``path``, after checking that they are this run's (same T, column, ensemble, moments, seed)."""
+    done = xr.load_dataset(path)
+    want = dict(inv_sigma_w=float(inv_sigma_w), n_models=int(n_models), moment_samples=int(moment_samples),
+                seed=int(seed))
+    have = {k: done.attrs.get(k) for k in want}
+    if have != want or float(done["T"][0]) != float(T):
+        raise ValueError(f"resume: {path} holds a run at T = {float(done['T'][0])!r} with {have}; this call "
+                         f"asks for T = {T!r} with {want}: give another path, or resume=False to start again")
+    done = done.isel(T=0).drop_vars("T")
+    done.attrs = {}
+    return [done.isel(epoch=i) for i in range(int(state["record"]))]
 
 
 def _save_state(path, state):

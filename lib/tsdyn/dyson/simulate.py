@@ -272,7 +272,10 @@ def _restore(state, rec, W2, alive, diverged_at, z_var, batch_rngs, obs, rec_arr
     if state["W2"].shape != W2.shape or len(state["rng"]) != len(batch_rngs):
         raise ValueError(f"resume: the state holds {state['W2'].shape[0]} models of shape {state['W2'].shape[1:]}; "
                          f"this run has {W2.shape[0]} of shape {W2.shape[1:]} (same params and n_models needed)")
-    W2[...], alive[...], diverged_at[...], z_var[...] = state["W2"], state["alive"], state["diverged_at"], state["z_var"]
+    if not np.array_equal(z_var, state["z_var"]):  # sigma_z^2 at t = 0: a fingerprint of teacher, data and init
+        raise ValueError("resume: the state belongs to another ensemble (other seed, models or 1/sigma_w: its "
+                         "initial pre-activation variances differ); resume it with the arguments that made it")
+    W2[...], alive[...], diverged_at[...] = state["W2"], state["alive"], state["diverged_at"]
     for g, st in zip(batch_rngs, state["rng"]):
         g.bit_generator.state = st
     for k, v in obs.items():
