@@ -259,6 +259,31 @@ def test_single_sample_step_mean_is_the_mean_of_one_sgd_step(ell, delta, gamma0,
         theory.single_sample_step_mean(lb.Params(d=64, mu=1.0), 0.1)
 
 
+@pytest.mark.parametrize("d, ell, mu, delta, gamma0, m0, variant", [
+    (64, 3, 0.5, 0.0, 0.3, 0.3, "projected"),  # n_b = 8: the map gives 0.012, SGD 0.18
+    (128, 2, 0.5, 0.25, 0.1, 128 ** -0.5, "projected"),  # n_b = 11, near the noise boundary
+    (128, 2, 0.5, 0.25, 0.1, 128 ** -0.5, "spherical"),
+    (64, 3, 0.0, 0.0, 0.3, 0.3, "projected")])  # n_b = 1: also against the quadrature
+def test_batch_step_mean_is_the_mean_of_one_sgd_step(d, ell, mu, delta, gamma0, m0, variant):
+    """Any n_b: the exact one-step mean (Monte Carlo in the 2 n_b in-plane coordinates, the chi-square
+    by quadrature) against 3000 one-step SGD samples in R^d: within 3.5 combined standard errors
+    (four comparisons). At n_b = 1 it agrees with the two-dimensional quadrature within 3 of its own
+    standard errors; where the expected map is far off (He3, n_b = 8) the test says so."""
+    from tsdyn.largebatch import experiments
+    r = experiments.one_step_point(seed=23, n_samples=3000, d=d, ell=ell, mu=mu, delta=delta, gamma0=gamma0,
+                                   n0=1.0, m0=m0, variant=variant)
+    p = experiments.one_step_params(d=d, ell=ell, mu=mu, delta=delta, gamma0=gamma0, n0=1.0, m0=m0, variant=variant)
+    exact, se = theory.batch_step_mean(p, m0, n_batches=40000, seed=5)
+    assert se < 0.5 * r["sim_se"]
+    assert abs(exact - r["sim"]) <= 3.5 * np.hypot(se, r["sim_se"])
+    if p.n_b == 1:
+        assert abs(exact - theory.single_sample_step_mean(p, m0)) <= 3 * se
+    if ell == 3 and p.n_b == 8:
+        assert abs(r["map"] - r["sim"]) > 20 * r["sim_se"]
+    with pytest.raises(ValueError, match="p = k = 1"):
+        theory.batch_step_mean(lb.Params(d=64, mu=1.0, p=2, k=2), 0.1)
+
+
 def test_fractional_recovery_time_lies_between_the_steps_around_the_crossing():
     """The interpolated crossing lies in (T - 1, T] of the whole-step time, and it removes the integer
     jumps: over d = 1024..65536 at l = 2, mu = 1.25 (T ~ 10-15 steps), its local exponents vary smoothly

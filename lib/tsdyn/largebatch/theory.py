@@ -646,34 +646,87 @@ def single_sample_step_mean(params, m, *, n_zeta=200, n_chi=40):
     generalised Gauss-Laguerre in X / 2 ~ Gamma((d - 2)/2) (n_chi nodes). Unlike :func:`step_map` it
     averages the ratio itself, not numerator over the root of the mean normaliser, so it holds however
     large the normaliser's batch-to-batch spread is; it is the small-batch end that the map misses.
+    :func:`batch_step_mean` is the same mean for any batch size, by Monte Carlo in the zeta.
     """
     from numpy.polynomial.hermite_e import hermegauss
-    from scipy.special import gammaln, roots_genlaguerre
 
-    if not (params.n_b == 1 and params.p == 1 and params.k == 1 and params.noise == 0):
-        raise ValueError(f"single_sample_step_mean needs n_b = 1, p = k = 1 and no label noise; got n_b = "
-                         f"{params.n_b}, p = {params.p}, k = {params.k}, noise = {params.noise}")
-    if params.algorithm not in ("projected", "spherical"):
-        raise ValueError(f"algorithm must be 'projected' or 'spherical'; got {params.algorithm!r}")
-    _validate.real("m", m, low=-1.0, high=1.0, doc="overlap")
+    _check_exact_step(params, m, single=True)
     x, wx = hermegauss(n_zeta)
     wx = wx / np.sqrt(2 * np.pi)
     z1, z2 = np.meshgrid(x, x, indexing="ij")
     W = np.outer(wx, wx)
+    F = _step_force(params, m, z1, z2)
+    mp = _step_ratio(params, m, F * z1, F * z2, F * F, n_chi)
+    return float(np.sum(W * mp))
+
+
+def batch_step_mean(params, m, *, n_batches=20000, n_chi=40, seed=0):
+    """Exact E[m'] after one step with a batch of n_b samples (p = k = 1, no label noise), projected or
+    spherical SGD, from the overlap m: (mean, standard error).
+
+    In the basis of :func:`single_sample_step_mean`, sample i of the batch has in-plane coordinates
+    (zeta1_i, zeta2_i) and force F_i; the batch-mean gradient has components beta = mean F_i zeta1_i
+    along w, alpha = mean F_i zeta2_i along the teacher's orthogonal part, and an orthogonal part
+    that is exactly N(0, (sum F_i^2 / n_b^2) I_(d-2)) given the F_i (the z_perp are independent of
+    the zeta), so that with a = 1 + gamma beta (spherical: 1), b = gamma alpha and
+    c^2 = gamma^2 (sum F_i^2 / n_b^2) X, X ~ chi^2_(d-2),
+
+        m' = (m a + s b) / sqrt(a^2 + b^2 + c^2).
+
+    The mean over X is the generalised Gauss-Laguerre rule of :func:`single_sample_step_mean`; the mean
+    over the 2 n_b Gaussian coordinates is taken by Monte Carlo over ``n_batches`` batches drawn from
+    ``seed`` (the same numbers for every gamma and d: common random numbers, so a root in the learning
+    rate is smooth). No approximation is made in n_b or d; the error is the Monte Carlo standard error
+    returned, and the cost does not depend on d.
+    """
+    _check_exact_step(params, m, single=False)
+    _validate.integer("n_batches", n_batches, low=2, doc="Monte Carlo batches")
+    rng = np.random.default_rng(seed)
+    nb = params.n_b
+    per = max(1, 2 ** 21 // nb)  # batches per chunk: about 2M samples in memory
+    out = []
+    for start in range(0, n_batches, per):
+        n = min(per, n_batches - start)
+        z1, z2 = rng.standard_normal((2, n, nb))
+        F = _step_force(params, m, z1, z2)
+        out.append(_step_ratio(params, m, (F * z1).mean(1), (F * z2).mean(1), (F * F).sum(1) / nb ** 2, n_chi))
+    mp = np.concatenate(out)
+    return float(mp.mean()), float(mp.std(ddof=1) / np.sqrt(mp.size))
+
+
+def _check_exact_step(params, m, single):
+    if not ((params.n_b == 1 or not single) and params.p == 1 and params.k == 1 and params.noise == 0):
+        need = "n_b = 1, " if single else ""
+        raise ValueError(f"the exact one-step mean needs {need}p = k = 1 and no label noise; got n_b = "
+                         f"{params.n_b}, p = {params.p}, k = {params.k}, noise = {params.noise}")
+    if params.algorithm not in ("projected", "spherical"):
+        raise ValueError(f"algorithm must be 'projected' or 'spherical'; got {params.algorithm!r}")
+    _validate.real("m", m, low=-1.0, high=1.0, doc="overlap")
+
+
+def _step_force(params, m, z1, z2):
+    """F(lambda = zeta1, nu = m zeta1 + s zeta2): the gradient's scalar factor (target minus the
+    student's output for the square loss, times the activation's derivative), elementwise."""
     s = np.sqrt(1.0 - m * m)
     lam, nu = z1.reshape(-1, 1), (m * z1 + s * z2).reshape(-1, 1)
     act, tgt = params.activation_code, params.target_code
     y = functions.numpy_target(tgt, nu)
     if params.loss == "square":
         y = y - functions.numpy_value(act, lam)[:, 0]
-    F = (y * functions.numpy_derivative(act, lam)[:, 0]).reshape(z1.shape)
-    g = params.gamma
+    return (y * functions.numpy_derivative(act, lam)[:, 0]).reshape(z1.shape)
+
+
+def _step_ratio(params, m, beta, alpha, f2, n_chi):
+    """E_X[(m a + s b) / sqrt(a^2 + b^2 + gamma^2 f2 X)], X ~ chi^2_(d-2), elementwise in beta (the
+    gradient along w), alpha (along the teacher's orthogonal part) and f2 (the variance factor of
+    the orthogonal part): generalised Gauss-Laguerre in X / 2 ~ Gamma((d - 2)/2), n_chi nodes."""
+    from scipy.special import gammaln, roots_genlaguerre
+
+    g, s = params.gamma, np.sqrt(1.0 - m * m)
     kshape = (params.d - 2) / 2.0
     yk, wk = roots_genlaguerre(n_chi, kshape - 1.0)
     wk = wk * np.exp(-gammaln(kshape))  # E[h(X)] = sum wk h(2 yk)
-    a = np.ones_like(F) if params.algorithm == "spherical" else 1.0 + g * F * z1
-    b = g * F * z2
-    num = m * a + s * b
-    den2 = a * a + b * b
-    mp = num[..., None] / np.sqrt(den2[..., None] + (g * F)[..., None] ** 2 * (2.0 * yk))
-    return float(np.sum(W[..., None] * mp * wk))
+    a = np.ones_like(beta) if params.algorithm == "spherical" else 1.0 + g * beta
+    b = g * alpha
+    num, den2 = m * a + s * b, a * a + b * b
+    return np.sum(num[..., None] / np.sqrt(den2[..., None] + (g * g * f2)[..., None] * (2.0 * yk)) * wk, axis=-1)
