@@ -86,21 +86,33 @@ def theory_phase_point(*, seed=None, d, ell, mu, delta, budget, variant="project
     return {"T": T, "recovers": bool(T <= budget)}
 
 
-def start_growth(*, d, ell, mu, delta, variant="projected", gamma0=0.1, n0=1.0, exact_single=True):
-    """m'/m0 - 1: the relative change of the typical start m0 = d^-1/2 in one step of the theory's
-    finite-d step map (positive: the drift beats the noise at the start). With ``exact_single`` a
-    batch of one sample (n_b = 1) uses the exact one-step mean
-    (:func:`theory.single_sample_step_mean`) instead of the map, which overstates the noise's pull there."""
+# Batches up to this size take the exact one-step mean in the noise boundary (:func:`start_growth`);
+# its Monte Carlo costs n_b per batch, and above it the map's intra-batch error is small (chapter, Sec. 3).
+EXACT_MAX_NB = 64
+# Monte Carlo batches of the exact one-step mean in the boundary: its standard error in m'/m0 - 1 is
+# about 1e-3 at m0 = 128^-1/2, a shift of the root in delta far below the diagrams' grid step.
+EXACT_BATCHES = 20000
+
+
+def start_growth(*, d, ell, mu, delta, variant="projected", gamma0=0.1, n0=1.0, exact=True):
+    """m'/m0 - 1: the relative change of the typical start m0 = d^-1/2 in one step (positive: the
+    drift beats the noise at the start). With ``exact`` (default), batches of at most
+    :data:`EXACT_MAX_NB` samples use the exact one-step mean (:func:`theory.single_sample_step_mean`
+    at n_b = 1, :func:`theory.batch_step_mean` above, with fixed random numbers, so that the growth
+    is a smooth function of delta), larger ones the theory's finite-d step map; without, the map
+    everywhere, which overstates the noise's pull at small batches."""
     import numpy as np
     p = scaling_params(d=d, ell=ell, mu=mu, delta=delta, variant=variant, gamma0=gamma0, n0=n0)
-    if exact_single and p.n_b == 1:
-        return theory.single_sample_step_mean(p, p.m0) / p.m0 - 1.0
+    if exact and p.n_b <= EXACT_MAX_NB and p.algorithm in ("projected", "spherical"):
+        if p.n_b == 1:
+            return theory.single_sample_step_mean(p, p.m0) / p.m0 - 1.0
+        return theory.batch_step_mean(p, p.m0, n_batches=EXACT_BATCHES, seed=0)[0] / p.m0 - 1.0
     M, _ = theory.step_map(p, np.array([[p.m0]]), np.eye(1))
     return float(M[0, 0] / p.m0 - 1.0)
 
 
-def noise_boundary_delta(*, d, ell, mu, variant="projected", gamma0=0.1, n0=1.0, width=1.0, tol=1e-4,
-                         exact_single=True):
+def noise_boundary_delta(*, d, ell, mu, variant="projected", gamma0=0.1, n0=1.0, width=1.0, tol=1e-3,
+                         exact=True):
     """The noise boundary at finite d, from the theory alone: the learning-rate exponent delta at
     which one step of the finite-d step map neither grows nor shrinks the typical start m0 = d^-1/2
     (:func:`start_growth` = 0), by bisection on [lo, hi]. Above it the drift wins.
@@ -110,12 +122,13 @@ def noise_boundary_delta(*, d, ell, mu, variant="projected", gamma0=0.1, n0=1.0,
     kappa = gamma0 E[F^2] / (2 l n0): the asymptotic line plus an offset that falls like 1/ln d
     (chapter, Sec. 5). Returns -inf if the start grows at every delta in [lo, hi] (the giant-step
     side, mu > l - 1, of the correlation loss and spherical SGD) and nan if it grows at none. With
-    ``exact_single`` (default) a batch of one sample uses the exact one-step mean (:func:`start_growth`).
+    ``exact`` (default) batches of at most :data:`EXACT_MAX_NB` samples use the exact one-step mean
+    (:func:`start_growth`); ``tol`` (1e-3) is well below the Monte Carlo error of that mean's root.
     """
     lo, hi = ell / 2 - mu - width, ell / 2 - mu + width
     def g(de):
         return start_growth(d=d, ell=ell, mu=mu, delta=de, variant=variant, gamma0=gamma0, n0=n0,
-                            exact_single=exact_single)
+                            exact=exact)
 
     g_lo, g_hi = g(lo), g(hi)
     if g_hi <= 0:
@@ -176,15 +189,17 @@ def one_step_params(*, d, ell, mu, delta, gamma0, n0, m0, variant="projected"):
 
 
 def one_step_point(*, seed, n_samples, d, ell, mu, delta, gamma0, n0, m0, variant="projected",
-                   sampler="reduced"):
+                   sampler="reduced", exact_max_nb=EXACT_MAX_NB):
     """The overlap after ONE SGD step from m0, sampled ``n_samples`` times (independent runs, seeds
     derived from ``seed``), against the theory's expected one-step map at the same point.
 
     Returns the SGD mean ``sim`` of m' and its standard error ``sim_se``, the map's m' (``map``:
-    finite-d terms and its fluctuation factor where the map switches it on), at n_b = 1 the exact
-    one-step mean ``exact`` (:func:`theory.single_sample_step_mean`; nan otherwise), and all as one-step
-    growth relative to the start, m'/m0 - 1 (``sim_growth``, ``sim_growth_se``, ``map_growth``,
-    ``exact_growth``)."""
+    finite-d terms and its fluctuation factor where the map switches it on), the exact one-step mean
+    ``exact`` and its Monte Carlo error ``exact_se`` (:func:`theory.single_sample_step_mean` at n_b = 1,
+    with ``exact_se`` 0; :func:`theory.batch_step_mean` over :data:`EXACT_BATCHES` batches above; nan
+    with label noise, several units or more than ``exact_max_nb`` samples per batch: its cost grows
+    with n_b), and all as one-step growth relative to the start, m'/m0 - 1
+    (``sim_growth``, ``sim_growth_se``, ``map_growth``, ``exact_growth``, ``exact_growth_se``)."""
     import numpy as np
 
     from .simulate import one_step_overlaps
@@ -192,9 +207,14 @@ def one_step_point(*, seed, n_samples, d, ell, mu, delta, gamma0, n0, m0, varian
     m = one_step_overlaps(p, int(n_samples), seed=seed, sampler=sampler)[:, 0, 0]
     mp = float(theory.step_map(p, np.array([[p.m0]]), np.eye(1))[0][0, 0])
     se = float(m.std(ddof=1) / np.sqrt(m.size))
-    exact = theory.single_sample_step_mean(p, p.m0) if (p.n_b == 1 and p.p == p.k == 1 and p.noise == 0) else np.nan
-    return {"sim": float(m.mean()), "sim_se": se, "map": mp, "exact": exact, "exact_growth": exact / p.m0 - 1, "sim_growth": float(m.mean()) / p.m0 - 1,
-            "sim_growth_se": se / p.m0, "map_growth": mp / p.m0 - 1, "n_b": float(p.n_b), "gamma": p.gamma}
+    exact, exact_se = np.nan, np.nan
+    if p.p == p.k == 1 and p.noise == 0 and p.n_b <= exact_max_nb:
+        exact, exact_se = ((theory.single_sample_step_mean(p, p.m0), 0.0) if p.n_b == 1 else
+                           theory.batch_step_mean(p, p.m0, n_batches=EXACT_BATCHES, seed=int(seed) + 1))
+    return {"sim": float(m.mean()), "sim_se": se, "map": mp, "exact": exact, "exact_se": exact_se,
+            "exact_growth": exact / p.m0 - 1, "exact_growth_se": exact_se / p.m0,
+            "sim_growth": float(m.mean()) / p.m0 - 1, "sim_growth_se": se / p.m0, "map_growth": mp / p.m0 - 1,
+            "n_b": float(p.n_b), "gamma": p.gamma}
 
 
 
@@ -202,9 +222,9 @@ def one_step_root(*, seed, n_samples, d, ell, mu, variant="projected", gamma0=0.
                   h=0.01):
     """One-step SGD measured at the theory's noise boundary of one batch exponent.
 
-    Theory: the finite-d step map's root ``root_map`` in delta (:func:`noise_boundary_delta`, with the
-    exact one-step mean at n_b = 1), where the map leaves the typical start m0 = d^-1/2 unchanged, and
-    the map's slope there, ``slope`` = d(m'/m0 - 1)/d delta (central difference of step h).
+    Theory: the root ``root_map`` in delta of the theory's one-step growth (:func:`noise_boundary_delta`:
+    the exact one-step mean up to :data:`EXACT_MAX_NB` samples per batch, the finite-d step map above),
+    where one step leaves the typical start m0 = d^-1/2 unchanged on average, and its slope there, ``slope`` = d(m'/m0 - 1)/d delta (central difference of step h).
     Measurement: the mean one-step growth m'/m0 - 1 of ``n_samples`` SGD steps from m0 at that delta
     (:func:`one_step_point`), ``growth`` and its standard error ``growth_se``: zero within the error
     where the map's boundary is right. To first order the boundary of the SGD mean then lies at
