@@ -94,6 +94,15 @@ EXACT_MAX_NB = 64
 EXACT_BATCHES = 20000
 
 
+def _exact_step_mean(p, *, seed):
+    """The exact mean of m' after one step from p.m0 and its Monte Carlo error: the quadrature
+    :func:`theory.single_sample_step_mean` at n_b = 1 (error 0), :func:`theory.batch_step_mean` over
+    :data:`EXACT_BATCHES` batches drawn from ``seed`` above."""
+    if p.n_b == 1:
+        return theory.single_sample_step_mean(p, p.m0), 0.0
+    return theory.batch_step_mean(p, p.m0, n_batches=EXACT_BATCHES, seed=seed)
+
+
 def start_growth(*, d, ell, mu, delta, variant="projected", gamma0=0.1, n0=1.0, exact=True):
     """m'/m0 - 1: the relative change of the typical start m0 = d^-1/2 in one step (positive: the
     drift beats the noise at the start). With ``exact`` (default), batches of at most
@@ -104,9 +113,7 @@ def start_growth(*, d, ell, mu, delta, variant="projected", gamma0=0.1, n0=1.0, 
     import numpy as np
     p = scaling_params(d=d, ell=ell, mu=mu, delta=delta, variant=variant, gamma0=gamma0, n0=n0)
     if exact and p.n_b <= EXACT_MAX_NB and p.algorithm in ("projected", "spherical"):
-        if p.n_b == 1:
-            return theory.single_sample_step_mean(p, p.m0) / p.m0 - 1.0
-        return theory.batch_step_mean(p, p.m0, n_batches=EXACT_BATCHES, seed=0)[0] / p.m0 - 1.0
+        return _exact_step_mean(p, seed=0)[0] / p.m0 - 1.0
     M, _ = theory.step_map(p, np.array([[p.m0]]), np.eye(1))
     return float(M[0, 0] / p.m0 - 1.0)
 
@@ -209,8 +216,7 @@ def one_step_point(*, seed, n_samples, d, ell, mu, delta, gamma0, n0, m0, varian
     se = float(m.std(ddof=1) / np.sqrt(m.size))
     exact, exact_se = np.nan, np.nan
     if p.p == p.k == 1 and p.noise == 0 and p.n_b <= exact_max_nb:
-        exact, exact_se = ((theory.single_sample_step_mean(p, p.m0), 0.0) if p.n_b == 1 else
-                           theory.batch_step_mean(p, p.m0, n_batches=EXACT_BATCHES, seed=int(seed) + 1))
+        exact, exact_se = _exact_step_mean(p, seed=int(seed) + 1)
     return {"sim": float(m.mean()), "sim_se": se, "map": mp, "exact": exact, "exact_se": exact_se,
             "exact_growth": exact / p.m0 - 1, "exact_growth_se": exact_se / p.m0,
             "sim_growth": float(m.mean()) / p.m0 - 1, "sim_growth_se": se / p.m0, "map_growth": mp / p.m0 - 1,

@@ -23,9 +23,13 @@ order. For the projected algorithm w_j' = w_j + gamma G_j, then
 
 with n_j^2 the numerator of Q_jj; spherical SGD removes beta_j = <G_j, w_j> w_j
 from G_j first (formulas in :func:`step_map`). Replacing the ratio of random
-quantities by the ratio of their means is exact as d -> infinity; the error is of
-relative order gamma^2 / n_b (the fluctuation of one step), a finite-d correction
-we do not keep. ``finite_d=False`` drops the other finite-size terms as well:
+quantities by the ratio of their means is exact as d -> infinity. At finite d the
+error is not small where the normaliser fluctuates by O(1) from batch to batch
+(gamma^2 d / n_b of order one, small n_b): the map keeps the leading fluctuation
+factor where that series converges (:func:`_jensen_factor`), and
+:func:`single_sample_step_mean` and :func:`batch_step_mean` give the exact one-step
+mean for small batches, where the map can be off by a factor of several.
+``finite_d=False`` drops the other finite-size terms as well:
 (d - r) -> d, the intra-batch factor (1 - 1/n_b) -> 1, and E[F F |zeta|^2] / n_b.
 
 Gaussian averages are quadratures over zeta. For the polynomial activations and
