@@ -223,19 +223,36 @@ def test_solver_batch_paths_have_mean_b_and_stated_correlation(b, tau, dt):
 
 
 def test_solver_memory_does_not_grow_with_samples():
-    """Per-sample paths are never stored: the peak memory of a solve (NumPy allocations,
-    including the chunk buffers handed to the kernels) is the same for 300 and 4000
-    effective samples (both above one chunk), up to 10% (allocator noise)."""
+    """The iteration never stores per-sample paths: the peak memory of a solve (NumPy
+    allocations, including the chunk buffers handed to the kernels) is the same for 300 and
+    4000 effective samples (both above one chunk), up to 10% (allocator noise)."""
     p = dmft.Params(alpha=2.0, Delta=0.5, b=0.3, eta=0.2, R0=0.01)
-    dmft.solve(p, 4.0, n_samples=200, tol=1e-3)  # compile outside the measurement
+    dmft.solve(p, 4.0, n_samples=200, tol=1e-3, method="iterate")  # compile outside the measurement
     peaks = []
     assert solve_mod.CHUNK <= 300
     for n in (300, 4000):
         tracemalloc.start()
-        dmft.solve(p, 16.0, n_samples=n, n_resp=100, tol=1e-3)
+        dmft.solve(p, 16.0, n_samples=n, n_resp=100, tol=1e-3, method="iterate")
         peaks.append(tracemalloc.get_traced_memory()[1])
         tracemalloc.stop()
     assert peaks[1] < 1.1 * peaks[0], peaks
+
+
+def test_march_memory_is_the_sample_paths():
+    """The march keeps every sample's normals and in-batch forces (O(N n_t)): its peak over
+    the iteration's grows by about 4000 - 300 samples x n_t x (8 + 8 + 4 + 1) bytes (Z, F,
+    B, S), within 20% (the response buffers and allocator noise are the rest)."""
+    p = dmft.Params(alpha=2.0, Delta=0.5, b=0.3, eta=0.2, R0=0.01)
+    dmft.solve(p, 4.0, n_samples=200)  # compile outside the measurement
+    peaks = []
+    for n in (300, 4000):
+        tracemalloc.start()
+        dmft.solve(p, 16.0, n_samples=n, n_resp=100)
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+    n_t = 81
+    expected = (4000 - 300) * n_t * 21
+    assert abs((peaks[1] - peaks[0]) - expected) < 0.2 * expected, (peaks, expected)
 
 
 @pytest.mark.parametrize("b", [0.3, 1.0])

@@ -89,7 +89,7 @@ def test_two_time_correlation_against_exact():
 def test_non_convergence_raises_with_history():
     p = dmft.Params(alpha=2.0, Delta=0.5, b=0.5, eta=0.2)
     with pytest.raises(dmft.ConvergenceError, match=r"did not converge: residual .* after max_iter=3") as info:
-        dmft.solve(p, 4.0, n_samples=200, max_iter=3, tol=1e-12)
+        dmft.solve(p, 4.0, n_samples=200, max_iter=3, tol=1e-12, method="iterate")
     assert len(info.value.residuals) == 3
     assert not bool(info.value.result.converged)
     assert np.all(np.isfinite(info.value.residuals))
@@ -97,8 +97,8 @@ def test_non_convergence_raises_with_history():
 
 def test_solver_is_deterministic_and_converges_geometrically():
     p = dmft.Params(alpha=2.0, Delta=0.5, b=0.5, eta=0.2)
-    a = dmft.solve(p, 4.0, n_samples=300, seed=5)
-    b = dmft.solve(p, 4.0, n_samples=300, seed=5)
+    a = dmft.solve(p, 4.0, n_samples=300, seed=5, method="iterate")
+    b = dmft.solve(p, 4.0, n_samples=300, seed=5, method="iterate")
     np.testing.assert_array_equal(a.m.values, b.m.values)
     assert bool(a.converged) and a.residual.values[-1] < 1e-6
     # the same random numbers at every iteration: the residual reaches tol, it does not
@@ -106,12 +106,44 @@ def test_solver_is_deterministic_and_converges_geometrically():
     assert a.residual.values[-1] < 1e-3 * a.residual.values[2]
 
 
+@pytest.mark.parametrize("b, model", [(1.0, "two-cluster"), (0.3, "two-cluster"),
+                                      (1.0, "three-cluster"), (0.2, "three-cluster")])
+def test_march_is_the_fixed_point_of_the_iteration(b, model):
+    """The marched solution and the iteration run to tol = 1e-11 on the same samples agree
+    to 1e-7 relative (the iteration's remaining distance, about 1e-11 times the few-hundred
+    iterations' contraction factor; the march itself checks to float rounding), and the
+    march's check pass finds a residual at float rounding (1e-12)."""
+    kw = dict(alpha=2.0, eta=0.2, b=b, lam=0.05)
+    if model == "three-cluster":
+        p = dmft.Params(**kw, Delta=0.05, R0=1.0, model=model, L=0.7, m0=0.05)
+    else:
+        p = dmft.Params(**kw, Delta=0.5, R0=0.01)
+    a = dmft.solve(p, 10.0, n_samples=600, n_resp=200, seed=7)
+    it = dmft.solve(p, 10.0, n_samples=600, n_resp=200, seed=7, method="iterate", tol=1e-11,
+                    max_iter=1000)
+    assert a.attrs["method"] == "march" and int(a.n_iter) == 0
+    assert float(a.residual[-1]) < 1e-12 and bool(a.converged)
+    for v in ("m", "lamhat", "M_C", "M_R", "C", "eg", "train_loss", "train_acc"):
+        x, y = np.nan_to_num(a[v].values), np.nan_to_num(it[v].values)
+        assert np.max(np.abs(x - y)) <= 1e-7 * max(np.max(np.abs(y)), 1e-12), v
+
+
+def test_iteration_history_reaches_the_march():
+    p = dmft.Params(alpha=2.0, Delta=0.5, b=1.0, eta=0.2, R0=0.01)
+    h = dmft.iteration_history(p, 6.0, n_samples=300, seed=2)
+    assert h.distance.values[0] > 0.1 and h.distance.values[-1] < 1e-5
+    assert h.residual.values[-1] < h.attrs["tol"] and h.attrs["n_iter"] == h.sizes["iteration"]
+
+
 def test_dmft_divergence_is_an_outcome():
     """Square loss with eta far above 2/lambda_max (as in the simulation's test): the
-    effective process blows up; the solve records diverged = True and the time, and the
-    curves are NaN from there on, never silently infinite."""
+    effective process blows up (C grows about 200-fold a step and overflows after ~130
+    steps); the solve records diverged = True and the time, and the curves are NaN from
+    there on, never silently infinite; for both methods."""
     p = dmft.Params(alpha=2.0, Delta=1.0, loss="square", model="teacher", eta=3.0, R0=1.0)
-    r = dmft.solve(p, 300.0, n_samples=200)
+    r = dmft.solve(p, 600.0, n_samples=200)
+    it = dmft.solve(p, 600.0, n_samples=200, method="iterate")
+    assert bool(it.diverged) and np.isfinite(float(it.t_diverged))
     assert bool(r.diverged) and np.isfinite(float(r.t_diverged))
     late = r.t.values >= float(r.t_diverged)
     assert np.all(np.isnan(r.m.values[late])) and np.all(np.isnan(r.train_loss.values[late]))

@@ -15,7 +15,7 @@ import numpy as np
 from numba import prange
 
 from .._jit import njit, njit_reduce
-from .._linalg import cholesky_shifted  # noqa: F401  (used by solve through _kernels)
+from .._linalg import cholesky_row, cholesky_shifted  # noqa: F401  (solve uses the second)
 from ._rng import _GAMMA, _MASK8, _ONE, _S8, ZIG_X, _mix, _to_unit, normal, uniform
 from .model import (TEACHER, THREE_CLUSTER, TWO_CLUSTER, is_correct, loss_derivatives,
                     loss_terms)
@@ -842,3 +842,198 @@ def _iteration_closed(keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, 
 
 iteration_closed = njit(_iteration_closed)
 iteration_closed_threads = numba.njit(_iteration_closed, parallel=True, error_model="numpy")
+
+
+# ------------------------------------------------------------------ DMFT marched in time
+# The discretised equations are causal: with the common random numbers z, theta_k of every
+# sample depends on the kernels at earlier steps only, and the kernels at step k (m, lamhat,
+# row k of M_C and of its Cholesky factor, row k of M_R) on the samples up to step k. The
+# fixed point of the iteration above can therefore be built in one pass, a step at a time.
+
+
+def workspace_march(n_t, N, n_resp):
+    """Buffers for :func:`march`: the samples (c, y, h0, theta(0); batch paths S, time-major,
+    and white normals Z, sample-major), each sample's in-batch steps and forces so far
+    (B, F: (N, n_t), and their count), the response samples' Lambda'' at their in-batch
+    steps and their forward substitutions X (row a of sample q at a(a-1)/2 in Xbuf[q]:
+    only the rows reached are touched, so memory grows as (b n_t)^2/2 per response
+    sample), the row buffers and the operators R, P, Q, and the chunk buffers of
+    :func:`draw_samples`. O(N n_t + n_resp (b n_t)^2/2 + n_t^2)."""
+    vec = tuple(np.empty(N) for _ in range(4))  # 0-3: c, y, h0, theta(0)
+    return (*vec, np.empty((n_t, N), np.int8), np.empty((N, n_t)),  # 4, 5: S, Z
+            np.empty((N, n_t), np.int32), np.empty((N, n_t)), np.zeros(N, np.int32),  # 6-8: B, F, nb
+            np.empty((max(n_resp, 1), n_t)),  # 9: a2 of the response samples, compressed
+            np.empty((max(n_resp, 1), n_t * (n_t - 1) // 2 + 1)),  # 10: X rows
+            np.empty(n_t), np.empty(n_t), np.empty(n_t),  # 11-13: M_C row, M_R row, X row
+            np.zeros((n_t, n_t)), np.zeros(n_t), np.zeros((n_t, n_t)))  # 14-16: R, P, Q
+
+
+@njit_reduce
+def _draw_all_samples(keys, N, model, rho, Delta, R0, b, p01, p10, c, y, h0, th0, S, Z):
+    """Every effective sample, drawn chunk by chunk (:func:`draw_samples`: the same numbers
+    as the iteration's), Z stored sample-major."""
+    n_t = S.shape[0]
+    chunk = 256
+    cc, yc, hc, tc = np.empty(chunk), np.empty(chunk), np.empty(chunk), np.empty(chunk)
+    Sc, Zc = np.empty((n_t, chunk), np.int8), np.empty((n_t, chunk))
+    for a0 in range(0, N, chunk):
+        nc = min(chunk, N - a0)
+        draw_samples(keys, a0, nc, model, rho, Delta, R0, b, p01, p10, cc, yc, hc, tc, Sc, Zc)
+        for q in range(nc):
+            c[a0 + q], y[a0 + q], h0[a0 + q], th0[a0 + q] = cc[q], yc[q], hc[q], tc[q]
+        for k in range(n_t):
+            for q in range(nc):
+                S[k, a0 + q] = Sc[k, q]
+        for q in range(nc):
+            for k in range(n_t):
+                Z[a0 + q, k] = Zc[k, q]
+
+
+@njit_reduce
+def _dot_prefix(a, b, n):
+    acc = 0.0
+    for i in range(n):
+        acc += a[i] * b[i]
+    return acc
+
+
+@njit_reduce
+def _march_samples(k, N, n_resp, work, m, R, P, Q, sD, dt, Delta, loss, model, L, l2_sum, proj,
+                   r2_sum):
+    """Step k of every sample in the batch at k, in closed form (:func:`_sample_path`):
+    r_k from the noise (Q z)_k and the forces at its earlier in-batch steps; appends k,
+    Lambda'_k to its lists; accumulates the sums and M_C's row k (unnormalised)."""
+    c, y, h0, th0, S, Z = work[0], work[1], work[2], work[3], work[4], work[5]
+    B, F, nbs, a2c, MCrow = work[6], work[7], work[8], work[9], work[11]
+    mk, Pk = m[k], P[k]
+    Qk, Rk = Q[k], R[k]
+    gs = dt * Delta
+    for q in range(N):
+        if S[k, q] == 0:
+            continue
+        nb = nbs[q]
+        Bq, Fq = B[q], F[q]
+        noise = _dot_prefix(Qk, Z[q], k)
+        force = 0.0
+        for p in range(nb):
+            force += Rk[Bq[p]] * Fq[p]
+        r = c[q] * mk + sD * (mk * h0[q] + Pk * th0[q] + noise) - gs * force
+        r2_sum[k] += r * r
+        d1, d2 = loss_derivatives(loss, model, y[q], r, L)
+        Bq[nb], Fq[nb] = k, d1
+        l2_sum[k] += d2
+        proj[k] += d1 * (c[q] + sD * h0[q])
+        for p in range(nb + 1):
+            MCrow[Bq[p]] += d1 * Fq[p]
+        if q < n_resp:
+            a2c[q, nb] = d2
+        nbs[q] = nb + 1
+
+
+@njit_reduce
+def _march_responses(k, n_resp, work, R, dt, Delta, MRrow):
+    """Row k of each response sample's forward substitution (:func:`_sample_response`),
+    for the samples in the batch at k: X[a, b] = R[B_a, B_b] + sum_{b<c<a} R[B_a, B_c]
+    g_c X[c, b] with a its newest in-batch step (B_a = k), g_c = -dt Delta Lambda''_c;
+    MRrow[B_b] += Lambda''_a X[a, b] Lambda''_b (unnormalised row k of M_R)."""
+    S, B, nbs, a2c, Xbuf, row = work[4], work[6], work[8], work[9], work[10], work[13]
+    Rk = R[k]
+    for q in range(n_resp):
+        if S[k, q] == 0:
+            continue
+        a = nbs[q] - 1
+        if a < 1:
+            continue
+        Bq, a2, Xq = B[q], a2c[q], Xbuf[q]
+        for b in range(a):
+            row[b] = Rk[Bq[b]]
+        for cc in range(1, a):
+            w = -dt * Delta * a2[cc] * Rk[Bq[cc]]
+            off = cc * (cc - 1) // 2
+            for b in range(cc):
+                row[b] += w * Xq[off + b]
+        off = a * (a - 1) // 2
+        ga = a2[a]
+        for b in range(a):
+            Xq[off + b] = row[b]
+            MRrow[Bq[b]] += ga * row[b] * a2[b]
+
+
+@njit_reduce
+def _next_operators(k, MR, lamhat, Lc, dt, lam, R, P, Q):
+    """Rows k + 1 of R, P (the recursion of :func:`bulk_response`, from row k of M_R) and
+    row k + 1 of Q = dt R Lc (Lc known up to row k)."""
+    f = 1.0 - dt * (lam + lamhat[k])
+    mem = 0.0
+    for i in range(k):
+        mem += MR[k, i] * P[i]
+    P[k + 1] = f * P[k] + dt * dt * mem
+    Rn = R[k + 1]
+    for j in range(k):
+        Rn[j] = f * R[k, j]
+    for i in range(1, k):
+        w = dt * dt * MR[k, i]
+        Ri = R[i]
+        for j in range(i):
+            Rn[j] += w * Ri[j]
+    Rn[k] = 1.0
+    Qn = Q[k + 1]
+    for j in range(k + 1):
+        w = dt * Rn[j]
+        Lj = Lc[j]
+        for l in range(j + 1):
+            Qn[l] += w * Lj[l]
+
+
+@njit_reduce
+def march(keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10, lam, dt, alpha,
+          m0, eps, m, lamhat, MC, Lc, MR, l2_sum, proj, r2_sum):
+    """The DMFT solution in one pass over time (the fixed point of :func:`iteration_closed`).
+
+    At step k, with the kernels known up to step k - 1: every sample in the batch at k is
+    evaluated in closed form (:func:`_march_samples`); their sums give lamhat_k, mu_k and so
+    m_{k+1}, and row k of M_C, whose Cholesky row follows (noise xi = Lc z; the shift of
+    :func:`cholesky_shifted`, which is causal); the response samples in the batch at k give
+    row k of M_R (:func:`_march_responses`); then rows k + 1 of R, P, Q
+    (:func:`_next_operators`). Writes m, lamhat (n_t,), MC, Lc, MR (n_t, n_t) and the
+    unnormalised sums l2_sum, proj, r2_sum. Returns the number of steps completed: n_t,
+    or k if a non-finite value appeared at step k (divergence).
+    Cost O(n_t^3 + N (b n_t^2/2 + (b n_t)^2) + n_resp (b n_t)^3/6): one iteration's.
+    """
+    n_t = m.shape[0]
+    sD = math.sqrt(Delta)
+    c, y, h0, th0, S, Z = work[0], work[1], work[2], work[3], work[4], work[5]
+    MCrow, MRrow = work[11], work[12]
+    R, P, Q = work[14], work[15], work[16]
+    _draw_all_samples(keys, N, model, rho, Delta, R0, b, p01, p10, c, y, h0, th0, S, Z)
+    work[8][:] = 0
+    R[:, :] = 0.0
+    Q[:, :] = 0.0
+    P[:] = 0.0
+    P[0] = 1.0
+    MC[:, :] = 0.0
+    Lc[:, :] = 0.0
+    MR[:, :] = 0.0
+    m[0] = m0
+    scale = 0.0
+    for k in range(n_t):
+        MCrow[:k + 1] = 0.0
+        MRrow[:k + 1] = 0.0
+        l2_sum[k] = proj[k] = r2_sum[k] = 0.0
+        _march_samples(k, N, n_resp, work, m, R, P, Q, sD, dt, Delta, loss, model, L, l2_sum,
+                       proj, r2_sum)
+        if not (math.isfinite(r2_sum[k]) and math.isfinite(proj[k]) and math.isfinite(l2_sum[k])):
+            return k
+        lamhat[k] = alpha * Delta * l2_sum[k] / N
+        if k + 1 < n_t:
+            m[k + 1] = m[k] - dt * (lam * m[k] + alpha * proj[k] / N)
+        for l in range(k + 1):
+            MC[k, l] = MC[l, k] = alpha * Delta * MCrow[l] / N
+        scale = max(scale, MC[k, k])  # the shift of cholesky_shifted, causal
+        cholesky_row(MC, Lc, k, eps * scale)
+        _march_responses(k, n_resp, work, R, dt, Delta, MRrow)
+        for j in range(k):
+            MR[k, j] = alpha * Delta * Delta * MRrow[j] / n_resp
+        if k + 1 < n_t:
+            _next_operators(k, MR, lamhat, Lc, dt, lam, R, P, Q)
+    return n_t

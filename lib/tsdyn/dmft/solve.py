@@ -70,9 +70,9 @@ def _rel(new, old):
     return float(np.max(np.abs(new - old))) / max(den, 1e-12) if new.size else 0.0
 
 
-def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, damping=0.3, tol=1e-6,
-          max_iter=200, seed=0, eps=1e-10, threads=1):
-    """Solve the DMFT equations by damped fixed-point iteration over Monte Carlo samples.
+def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, method="march", damping=0.3,
+          tol=1e-6, max_iter=200, seed=0, eps=1e-10, threads=1, on_iteration=None):
+    """Solve the DMFT equations over Monte Carlo samples: marched in time, or by iteration.
 
     The effective process (derivation E6, discretised in Sec. 7 with step ``dt``)
 
@@ -88,8 +88,18 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, damping=0.3, t
         M_R(k, j) = alpha Delta^2 <s_k Lambda''_k chi_kj s_j Lambda''_j>,
 
     where chi is the response of the linearised process to a force impulse (E10),
-    propagated exactly (no finite differences) for the first ``n_resp`` samples. The
-    kernels are mixed, K <- damping K + (1 - damping) K_new, until the relative residual
+    propagated exactly (no finite differences) for the first ``n_resp`` samples.
+
+    ``method="march"`` (default): the discretised equations are causal (theta_k of every
+    sample needs the kernels at steps < k only, and the kernels at step k the samples up to
+    k; the Cholesky factor of M_C is causal too), so with the random numbers fixed their
+    solution is built in one pass, a step at a time (:func:`._kernels.march`; each sample
+    in closed form at its in-batch steps, see below): the cost of one iteration, against
+    15 to 40 iterations, and the iteration's fixed point up to float rounding. A final pass of the iteration's map with the marched
+    kernels gives the training loss and accuracy and checks the solution: its relative
+    residual (below) is recorded and must be below ``tol``, else ConvergenceError.
+
+    ``method="iterate"``: damped fixed-point iteration. The kernels are mixed, K <- damping K + (1 - damping) K_new, until the relative residual
     max over (m, lamhat, M_C, M_R) of |K_new - K|_inf / |K_new|_inf is below ``tol``. The
     same random numbers are used at every iteration, so the residual can go to zero;
     the Monte Carlo error (~ n_samples^-1/2) is measured by changing ``seed``.
@@ -133,6 +143,9 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, damping=0.3, t
     n_samples, n_resp : int
         Effective samples for the process and, among them, for the response (default
         min(n_samples, 1000)). Cost per iteration: see Implementation above.
+    method : "march" or "iterate"
+        One pass in time (memory O(n_samples n_t + n_resp (b n_t)^2/2)) or the damped
+        fixed-point iteration (memory independent of n_samples); the same solution.
     damping : float in [0, 1)
         Weight of the previous iterate (0: plain Picard iteration).
     tol, max_iter : convergence criterion and iteration budget.
@@ -145,12 +158,17 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, damping=0.3, t
         result is the same, bit for bit, for any value; 1 (default) runs serially, which is
         faster on a machine whose cores are shared.
 
+    on_iteration : callable, optional
+        ``method="iterate"`` only: called after each iteration with the mixed kernels
+        (m, lamhat, M_C, M_R), for convergence studies (:func:`iteration_history`).
+
     Returns
     -------
     xarray.Dataset
         m, C_diag, eg, train_loss, train_acc, train_energy (alpha train_loss + lam C/2, the
         talk's normalisation), mu, lamhat (t); C, R, M_C, M_R (t, t2);
-        residual (iteration); converged, n_iter, diverged, t_diverged.
+        residual (iteration: one entry, the check pass, for "march"); converged, n_iter
+        (0 for "march"), diverged, t_diverged.
 
     Raises
     ------
@@ -165,6 +183,8 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, damping=0.3, t
     _validate.integer("n_samples", n_samples, low=2, doc="Monte Carlo samples")
     n_resp = min(n_samples, 1000) if n_resp is None else n_resp
     _validate.integer("n_resp", n_resp, low=1, doc="samples for the response")
+    if method not in ("march", "iterate"):
+        raise ValueError(f"method must be 'march' or 'iterate'; got {method!r}")
     if n_resp > n_samples:
         raise ValueError(f"n_resp (samples for the response) must be <= n_samples={n_samples}; "
                          f"got {n_resp}")
@@ -186,14 +206,15 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, damping=0.3, t
     resp = np.empty((n_t, n_t))
     closed = params.b < 1.0  # closed form only pays when it skips out-of-batch steps
     if closed:
-        work = _kernels.workspace_closed(n_t, min(CHUNK, n_samples))
         kernel, kernel_threads = _kernels.iteration_closed, _kernels.iteration_closed_threads
     else:
-        work = _kernels.workspace(n_t, min(CHUNK, n_samples), min(RESP_CHUNK, n_resp), n_resp)
         kernel, kernel_threads = _kernels.iteration, _kernels.iteration_threads
 
+    work = (_kernels.workspace_closed(n_t, min(CHUNK, n_samples)) if closed else
+            _kernels.workspace(n_t, min(CHUNK, n_samples), min(RESP_CHUNK, n_resp), n_resp))
+
     def run(want_loss):
-        # noise xi = L z with L L^T = M_C + eps max(diag) 1: the empirical M_C is
+        # noise xi = L z with L L^T = M_C + eps diag(running max of diag M_C): the empirical M_C is
         # numerically low-rank, the shift keeps the causal factor accurate (Sec. 7)
         Lc = _kernels.cholesky_shifted(MC, eps)
         args = (keys, n_samples, n_resp, work, model, loss, params.rho, params.L, D, params.R0,
@@ -209,43 +230,68 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, damping=0.3, t
         finally:
             numba.set_num_threads(before)
 
-    residuals, converged, t_div = [], False, np.inf
-    start = time.perf_counter()
-    for it in range(max_iter):
-        run(False)
-        bad = ~np.isfinite(r2_sum) | ~np.isfinite(proj) | ~np.isfinite(l2_sum)
-        if bad.any():
-            t_div = float(np.argmax(bad) * dt)
-            break
+    def new_kernels():
+        """The iteration's map: kernels from the sums of the last pass (E5, E7-E9)."""
         mu = a * proj / n_samples
         m_new = np.empty(n_t)
         m_new[0] = params.m0
         for k in range(K):
             m_new[k + 1] = m_new[k] - dt * (lam * m_new[k] + mu[k])
-        lamhat_new = (a * D / n_samples) * l2_sum
         MC_new = np.tril(MC_sum, -1)
         MC_new = (a * D / n_samples) * (MC_new + MC_new.T + np.diag(np.diag(MC_sum)))
-        MR_new = (a * D * D / n_resp) * resp
-        res = max(_rel(m_new, m), _rel(lamhat_new, lamhat), _rel(MC_new, MC), _rel(MR_new, MR))
+        return m_new, (a * D / n_samples) * l2_sum, MC_new, (a * D * D / n_resp) * resp
+
+    def residual(new):
+        return max(_rel(x_new, x) for x_new, x in zip(new, (m, lamhat, MC, MR)))
+
+    residuals, converged, t_div = [], False, np.inf
+    start = time.perf_counter()
+    if method == "march":
+        marched = _kernels.workspace_march(n_t, n_samples, n_resp)
+        Lc = np.zeros((n_t, n_t))
+        done = _kernels.march(keys, n_samples, n_resp, marched, model, loss, params.rho,
+                              params.L, D, params.R0, params.b, p01, p10, lam, dt, a, params.m0,
+                              eps, m, lamhat, MC, Lc, MR, l2_sum, proj, r2_sum)
+        del marched
+        if done < n_t:
+            t_div = float(done * dt)
+            m[done + 1:] = m[done]
+    for it in range(max_iter if method == "iterate" else 0):
+        run(False)
+        bad = ~np.isfinite(r2_sum) | ~np.isfinite(proj) | ~np.isfinite(l2_sum)
+        if bad.any():
+            t_div = float(np.argmax(bad) * dt)
+            break
+        new = new_kernels()
+        res = residual(new)
         residuals.append(res)
         g = 0.0 if it == 0 else damping
-        m = g * m + (1 - g) * m_new
-        lamhat = g * lamhat + (1 - g) * lamhat_new
-        MC = g * MC + (1 - g) * MC_new
-        MR = g * MR + (1 - g) * MR_new
+        m, lamhat, MC, MR = (g * x + (1 - g) * x_new for x, x_new in zip((m, lamhat, MC, MR), new))
+        if on_iteration is not None:
+            on_iteration(m, lamhat, MC, MR)
         if res < tol:
             converged = True
             break
     # training loss and accuracy of the effective samples driven by the final kernels
-    # (the iterations skip the loss value: the kernels do not need it)
+    # (the iterations skip the loss value: the kernels do not need it); for "march", the
+    # same pass checks that the marched kernels are the iteration's fixed point
     run(True)
+    if method == "march" and np.isinf(t_div):
+        residuals.append(residual(new_kernels()))
+        converged = residuals[-1] < tol
     elapsed = time.perf_counter() - start
     ds = _dataset(params, dt, m, lamhat, MC, MR, loss_sum / n_samples, acc_sum / n_samples,
-                  residuals, converged, t_div,
-                  attrs={"n_samples": n_samples, "n_resp": n_resp, "damping": damping, "tol": tol,
+                  residuals, converged, t_div, len(residuals) if method == "iterate" else 0,
+                  attrs={"method": method, "n_samples": n_samples, "n_resp": n_resp,
+                         "damping": damping, "tol": tol,
                          "threads": threads,
                          "max_iter": max_iter, "eps": eps, "solve_seconds": elapsed,
                          "seed_entropy": str(ss.entropy), "seed_spawn_key": str(ss.spawn_key)})
+    if not converged and np.isinf(t_div) and method == "march":
+        raise ConvergenceError(
+            f"the DMFT solution marched in time is not a fixed point of the iteration: relative "
+            f"residual {residuals[-1]:.3e} > tol={tol:g}; solve with method='iterate'",
+            np.asarray(residuals), ds)
     if not converged and np.isinf(t_div):
         hist = ", ".join(f"{r:.2e}" for r in residuals[-5:])
         raise ConvergenceError(
@@ -255,21 +301,48 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, damping=0.3, t
     return ds
 
 
+def iteration_history(params, t_max, *, seed=0, **solve_kw):
+    """The damped fixed-point iteration against the marched solution of the same samples.
+
+    Solves with ``method="march"``, then with ``method="iterate"`` (same ``seed`` and
+    ``solve_kw``), and returns a Dataset over ``iteration``: ``residual`` (the iteration's
+    relative residual) and ``distance``, the same relative measure (largest over m, lamhat,
+    M_C, M_R of |K - K_march|_inf / |K_march|_inf) between the iterate and the march. The
+    attrs hold the iteration's tolerance.
+    """
+    marched = solve(params, t_max, seed=seed, method="march", **solve_kw)
+    target = [np.nan_to_num(marched[v].values) for v in ("m", "lamhat", "M_C", "M_R")]
+    distance = []
+
+    def record(*kernels):
+        distance.append(max(_rel(k, t) for k, t in zip(kernels, target)))
+
+    it = solve(params, t_max, seed=seed, method="iterate", on_iteration=record, **solve_kw)
+    return xr.Dataset({"residual": ("iteration", it.residual.values),
+                       "distance": ("iteration", np.asarray(distance))},
+                      coords={"iteration": it.iteration.values},
+                      attrs={"tol": it.attrs["tol"], "n_iter": int(it.n_iter)})
+
+
 def _dataset(params, dt, m, lamhat, MC, MR, train_loss, train_acc, residuals, converged, t_div,
-             attrs):
+             n_iter, attrs):
     n_t = len(m)
     t = np.arange(n_t) * dt
     R, P = _kernels.bulk_response(lamhat, MR, dt, params.lam)
-    C_perp = params.R0 * np.outer(P, P) + dt * dt * _kernels.sandwich(R, MC)
-    C = np.outer(m, m) + C_perp
-    C_diag = np.diag(C).copy()
-    eg = generalisation_error(params, m, C_diag)
-    mu = np.full(n_t, np.nan)
-    mu[:-1] = -(np.diff(m) / dt + params.lam * m[:-1])
+    with np.errstate(over="ignore", invalid="ignore"):  # a diverged run: masked below
+        C_perp = params.R0 * np.outer(P, P) + dt * dt * _kernels.sandwich(R, MC)
+        C = np.outer(m, m) + C_perp
+        C_diag = np.diag(C).copy()
+        eg = generalisation_error(params, m, C_diag)
+        mu = np.full(n_t, np.nan)
+        mu[:-1] = -(np.diff(m) / dt + params.lam * m[:-1])
     if np.isfinite(t_div):
         late = t >= t_div
         for arr in (m, C_diag, eg, train_loss, train_acc, lamhat, mu):
             arr[late] = np.nan
+        for M in (C, R, MC, MR):
+            M[late, :] = np.nan
+            M[:, late] = np.nan
     tt = ("t", "t2")
     return xr.Dataset(
         {
@@ -288,7 +361,7 @@ def _dataset(params, dt, m, lamhat, MC, MR, train_loss, train_acc, residuals, co
             "residual": ("iteration", np.asarray(residuals, float),
                          {"long_name": "relative fixed-point residual"}),
             "converged": ((), bool(converged)),
-            "n_iter": ((), len(residuals)),
+            "n_iter": ((), n_iter),
             "diverged": ((), bool(np.isfinite(t_div))),
             "t_diverged": ((), float(t_div)),
         },
