@@ -6,6 +6,21 @@ the NumPy baseline is not slowed down (or sped up) by threads fighting over the 
 the numba iteration is serial (solve's default), and is also timed with its sample groups
 on numba's threads (solve(threads=...), NUMBA_NUM_THREADS).
 
+0. A whole solve, marched in time (:func:`tsdyn.dmft.solve`'s default: one pass, each
+   step for all samples, each in closed form at its in-batch steps, the kernels' rows,
+   the Cholesky row and the response rows), in numba against, in the same run:
+   a. the same march in plain NumPy: a Python loop over the steps, each step vectorised
+      over the samples (BLAS products for the noise, the forces and the M_C row, evaluated
+      for every sample: NumPy cannot skip the out-of-batch ones for less than it costs to
+      compute them), the Cholesky row by a triangular solve, and the responses as dense
+      (n_resp, n_t, n_t) arrays updated a row at a time for all response samples (a
+      batched product; out-of-batch steps contribute zeros). Its samples are drawn
+      beforehand (not timed). Target >= 10x;
+   b. the floor: drawing its n_samples x n_t normals with NumPy;
+   c. the damped fixed-point iteration of the same equations in numba (method="iterate",
+      to its tolerance 1e-6): what marching saves.
+   At the chapter's quick grid, at b = 0.3 and b = 1, with the agreement of the two
+   marches (float rounding).
 1. One fixed-point iteration of :func:`tsdyn.dmft.solve` at b = 0.3, where it runs the
    closed form (R, P and Q = dt R Lc from the kernels, then for every sample: draw it,
    evaluate theta in closed form at its in-batch steps, accumulate the kernels; for the
@@ -176,6 +191,79 @@ def numpy_iteration(data, kern, n_resp, batched=False):
     return dict(proj=proj, MC=np.tril(MC_sum), resp=resp, l2=A2.sum(1))
 
 
+def numpy_march(data, params, n_resp):
+    """The march of :func:`tsdyn.dmft.solve` in plain NumPy on pre-drawn samples (S, Z
+    time-major): per step, theta_k = P_k theta_0 + (Q z)_k - dt sqrt(Delta) R[k, :k] (s
+    Lambda')[:k] for every sample (BLAS), the kernels' row k, the Cholesky row of M_C (a
+    triangular solve; the shift as in the library), the response rows chi[k, :k] of the
+    response samples (dense, one batched product), then rows k + 1 of R, P, Q.
+    Logistic loss, two-cluster model (the benchmark's). Returns m, lamhat, M_C, M_R."""
+    c, y, h0, th0, S, Z = data
+    n_t, N = S.shape
+    dt, D, lam, a = params.eta, params.Delta, params.lam, params.alpha
+    sD = np.sqrt(D)
+    m, lamhat = np.zeros(n_t), np.zeros(n_t)
+    m[0] = params.m0
+    MC, MR, Lc = np.zeros((n_t, n_t)), np.zeros((n_t, n_t)), np.zeros((n_t, n_t))
+    R, Q, Pp = np.zeros((n_t, n_t)), np.zeros((n_t, n_t)), np.zeros(n_t)
+    Pp[0] = 1.0
+    A1, A2 = np.zeros((n_t, N)), np.zeros((n_t, N))
+    chi = np.zeros((n_resp, n_t, n_t))
+    x0 = c + sD * h0
+    scale = 0.0
+    for k in range(n_t):
+        theta = Pp[k] * th0 + Q[k, :k] @ Z[:k] - dt * sD * (R[k, :k] @ A1[:k])
+        r = c * m[k] + sD * (m[k] * h0 + theta)
+        sm = 0.5 * (1 - np.tanh(y * r / 2))  # sigma(-y r)
+        A1[k], A2[k] = S[k] * (-sm * y), S[k] * (sm * (1 - sm))
+        lamhat[k] = a * D * A2[k].sum() / N
+        if k + 1 < n_t:
+            m[k + 1] = m[k] - dt * (lam * m[k] + a * (A1[k] @ x0) / N)
+        MC[k, :k + 1] = (a * D / N) * (A1[:k + 1] @ A1[k])
+        MC[:k, k] = MC[k, :k]
+        scale = max(scale, MC[k, k])
+        if k:
+            Lc[k, :k] = solve_triangular(Lc[:k, :k], MC[k, :k], lower=True, check_finite=False)
+        Lc[k, k] = np.sqrt(max(MC[k, k] + 1e-10 * scale - Lc[k, :k] @ Lc[k, :k], 0.0))
+        if k:
+            g = -dt * D * A2[:k, :n_resp].T * R[k, :k]  # (n_resp, k): R[k, c] g_c
+            chi[:, k, :k] = R[k, :k] + np.einsum("qc,qcj->qj", g, chi[:, :k, :k])
+            MR[k, :k] = (a * D * D / n_resp) * np.einsum(
+                "q,qj,jq->j", A2[k, :n_resp], chi[:, k, :k], A2[:k, :n_resp])
+        if k + 1 < n_t:
+            f = 1 - dt * (lam + lamhat[k])
+            R[k + 1, :k] = f * R[k, :k] + dt * dt * (MR[k, :k] @ R[:k, :k])
+            R[k + 1, k] = 1.0
+            Pp[k + 1] = f * Pp[k] + dt * dt * (MR[k, :k] @ Pp[:k])
+            Q[k + 1, :k + 1] = dt * (R[k + 1, :k + 1] @ Lc[:k + 1, :k + 1])
+    return dict(m=m, lamhat=lamhat, MC=MC, MR=MR)
+
+
+def march_compare(n_t, N, n_resp, b):
+    """Section 0: the whole solve, marched, numba against NumPy, the floor and the iteration."""
+    params = dmft.Params(alpha=P.alpha, Delta=P.Delta, b=b, eta=P.eta, R0=P.R0)
+    t_max = (n_t - 1) * params.eta
+    ss = seed_sequence(0)
+    data = solve_mod._effective_samples(params, N, n_t, params.eta, ss)
+    kw = dict(n_samples=N, n_resp=n_resp, seed=ss)
+    ds = dmft.solve(params, t_max, **kw)  # compiles
+    ref = numpy_march(data, params, n_resp)
+    got = dict(m=ds.m.values, lamhat=ds.lamhat.values, MC=ds.M_C.values, MR=ds.M_R.values)
+    it = dmft.solve(params, t_max, method="iterate", **kw)
+    rng = np.random.default_rng(1)
+    t_nb, t_np, t_floor, t_it = best_of(
+        [lambda: dmft.solve(params, t_max, **kw), lambda: numpy_march(data, params, n_resp),
+         lambda: rng.standard_normal((N, n_t)),
+         lambda: dmft.solve(params, t_max, method="iterate", **kw)],
+        repeats=3)
+    print(f"a whole solve, marched: n_t={n_t}, n_samples={N}, n_resp={n_resp}, b={b} (numba and "
+          f"NumPy marches agree to {_agree(got, ref):.1e}, relative)")
+    print(f"  numba march (serial, with its check pass) vs the same march in plain NumPy: "
+          f"{t_np / t_nb:6.1f}x faster (target >= 10x); over the floor (drawing the normals "
+          f"with NumPy): {t_nb / t_floor:6.1f}x; the numba iteration ({int(it.n_iter)} "
+          f"iterations to 1e-6) takes {t_it / t_nb:5.1f}x the march")
+
+
 def numpy_stepwise(data, kern, n_resp):
     """The earlier algorithm in plain NumPy: the process integrated step by step for every
     sample, and each impulse response chi propagated through every step for the in-batch
@@ -294,6 +382,8 @@ def main():
     # 1-2: one iteration at the chapter's quick grid (t_max = 20, dt = eta = 0.2,
     # n_samples = 6000, default n_resp = 1000), at the earlier one (n_samples = 1500) and
     # at a smaller one
+    for b in (0.3, 1.0):  # 0: the whole solve, marched, at the chapter's quick grid
+        march_compare(*smoke((101, 6000, 1000), (21, 200, 50)), b)
     grids = smoke([(101, 6000, 1000, "the chapter's quick grid"),
                    (101, 1500, 1000, "the chapter's earlier grid"), (61, 2000, 500, "a smaller grid"),
                    (251, 8000, 1000, "towards paper scale")], [(21, 200, 50, "a smoke grid")])

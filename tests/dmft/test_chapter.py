@@ -28,19 +28,19 @@ def test_chapter_agreement_figures(glued):
     assert g["two_loss_order"] == 1 and g["two_eg_best_agree"] == 1
     # Section 2's bias checks: paired finite-sample and response-subset changes of the late
     # loss and eps_g below the seed-to-seed spread of one solve (the text says "well below");
-    # the halved step moves the simulations by less than a tenth of that spread.
+    # the halved step moves the simulations (paired training sets) by less than a fifth of
+    # the standard error of their comparison with the DMFT at d, so it cannot decide it.
     for v in ("loss", "eg"):
         for name in ("samples", "resp"):
             assert abs(g[f"bias_{name}_{v}"]) < g[f"dmft_{v}_spread"], (name, v)
-        assert abs(g[f"bias_eta_{v}"]) < g[f"dmft_{v}_spread"] / 10, v
+    assert g["bias_eta_frac"] < 0.2
     # the most significant paired change is below half of one solve's spread ("a fraction")
     assert g["bias_max_frac"] < 0.5
     # Simulations vs the 4 n_samples DMFT at every d of the sweep (3 d's against one DMFT
     # reference): below 3.5 standard errors (P(max of 3 |t| > 3.5) < 1% at these dof).
     assert g["gap_loss_max_z"] < 3.5 and g["gap_eg_max_z"] < 3.5
     # Finite d: the escape at d comes later than at fd_d (the text says so), and C(t_max,
-    # t_max) agrees with the DMFT within 3 standard errors at both d; the step dependences
-    # of DMFT and simulations agree within 3 combined standard errors.
+    # t_max) agrees with the DMFT within 3 standard errors at both d.
     assert g["esc_lag_between"] > 0
     # ... and the text: eps_g in the middle of the escape agrees with the DMFT at fd_d (within
     # 3 combined standard errors) and is higher at d than at fd_d.
@@ -48,8 +48,10 @@ def test_chapter_agreement_figures(glued):
     assert abs(g["esc_eg_fd"] - g["esc_eg_th"]) < 3 * se
     assert g["esc_eg_d"] > g["esc_eg_fd"]
     assert g["C_gap_max_z"] < 3
-    # (+1e-4: the glued values are rounded to 4 decimals)
-    assert abs(g["C_step_dmft"] - g["C_step_sim"]) < 3 * (g["C_step_dmft_se"] ** 2 + g["C_step_sim_se"] ** 2) ** 0.5 + 1e-4
+    # The step dependences: Welch t test at the 0.1% level (the DMFT's dmft_seeds solves set
+    # the dof; 24 seeds at quick scale gave -0.0576 +- 0.0012 against the simulations'
+    # -0.0588 +- 0.0002, so agreement is the expected outcome)
+    assert g["C_step_p"] > 1e-3
     # Section 3: on the b t clock the b curves end within a fifth of their spread at equal
     # t; the mini-batch lowers the minimum more than ten times less than the largest ridge.
     assert g["reg_end_spread_bt"] < g["reg_end_spread_t"] / 5

@@ -851,21 +851,24 @@ iteration_closed_threads = numba.njit(_iteration_closed, parallel=True, error_mo
 # fixed point of the iteration above can therefore be built in one pass, a step at a time.
 
 
-def workspace_march(n_t, N, n_resp):
+def workspace_march(n_t, N, n_resp, full=False):
     """Buffers for :func:`march`: the samples (c, y, h0, theta(0); batch paths S, time-major,
     and white normals Z, sample-major), each sample's in-batch steps and forces so far
     (B, F: (N, n_t), and their count), the response samples' Lambda'' at their in-batch
     steps and their forward substitutions X (row a of sample q at a(a-1)/2 in Xbuf[q]:
     only the rows reached are touched, so memory grows as (b n_t)^2/2 per response
     sample), the row buffers and the operators R, P, Q, and the chunk buffers of
-    :func:`draw_samples`. O(N n_t + n_resp (b n_t)^2/2 + n_t^2)."""
+    :func:`draw_samples`. O(N n_t + n_resp (b n_t)^2/2 + n_t^2). With ``full`` (b = 1),
+    no X but the buffers of :func:`_march_responses_full`: O(N n_t + n_resp n_t + n_t^2)."""
     vec = tuple(np.empty(N) for _ in range(4))  # 0-3: c, y, h0, theta(0)
     return (*vec, np.empty((n_t, N), np.int8), np.empty((N, n_t)),  # 4, 5: S, Z
             np.empty((N, n_t), np.int32), np.empty((N, n_t)), np.zeros(N, np.int32),  # 6-8: B, F, nb
             np.empty((max(n_resp, 1), n_t)),  # 9: a2 of the response samples, compressed
-            np.empty((max(n_resp, 1), n_t * (n_t - 1) // 2 + 1)),  # 10: X rows
+            np.empty((max(n_resp, 1), 1 if full else n_t * (n_t - 1) // 2 + 1)),  # 10: X rows
             np.empty(n_t), np.empty(n_t), np.empty(n_t),  # 11-13: M_C row, M_R row, X row
-            np.zeros((n_t, n_t)), np.zeros(n_t), np.zeros((n_t, n_t)))  # 14-16: R, P, Q
+            np.zeros((n_t, n_t)), np.zeros(n_t), np.zeros((n_t, n_t)),  # 14-16: R, P, Q
+            *((np.empty((n_t, n_resp)), np.empty((n_t, n_resp)), np.empty((4, n_resp)))
+              if full else (np.empty((1, 1)),) * 3))  # 17-19: b = 1 responses: A2T, V, U
 
 
 @njit_reduce
@@ -913,18 +916,24 @@ def _march_samples(k, N, n_resp, work, m, R, P, Q, sD, dt, Delta, loss, model, L
             continue
         nb = nbs[q]
         Bq, Fq = B[q], F[q]
+        dense = nb == k  # in the batch at every step so far (b = 1): no gathers
         noise = _dot_prefix(Qk, Z[q], k)
-        force = 0.0
-        for p in range(nb):
-            force += Rk[Bq[p]] * Fq[p]
+        force = _dot_prefix(Rk, Fq, k) if dense else 0.0
+        if not dense:
+            for p in range(nb):
+                force += Rk[Bq[p]] * Fq[p]
         r = c[q] * mk + sD * (mk * h0[q] + Pk * th0[q] + noise) - gs * force
         r2_sum[k] += r * r
         d1, d2 = loss_derivatives(loss, model, y[q], r, L)
         Bq[nb], Fq[nb] = k, d1
         l2_sum[k] += d2
         proj[k] += d1 * (c[q] + sD * h0[q])
-        for p in range(nb + 1):
-            MCrow[Bq[p]] += d1 * Fq[p]
+        if dense:
+            for p in range(k + 1):
+                MCrow[p] += d1 * Fq[p]
+        else:
+            for p in range(nb + 1):
+                MCrow[Bq[p]] += d1 * Fq[p]
         if q < n_resp:
             a2c[q, nb] = d2
         nbs[q] = nb + 1
@@ -957,6 +966,64 @@ def _march_responses(k, n_resp, work, R, dt, Delta, MRrow):
         for b in range(a):
             Xq[off + b] = row[b]
             MRrow[Bq[b]] += ga * row[b] * a2[b]
+
+
+@njit_reduce
+def _march_responses_full(k, n_resp, work, R, dt, Delta, MRrow):
+    """Row k of M_R when every step is in the batch (b = 1), by the adjoint of the forward
+    substitution of :func:`_march_responses`, for all response samples at once.
+
+    Row k of X = (1 - R G)^-1 R (G = diag(g), g_c = -dt Delta Lambda''_c) is v^T R with
+    v^T (1 - R G) = e_k^T, i.e. v_k = 1 and, downwards from c = k - 1,
+        u_c = sum_{c < i <= k} v_i R[i, c],   X[k, c] = u_c,   v_c = g_c u_c,
+    so no sample's past rows of X are stored or re-read: the work, O(k^2/2) per sample
+    per step as before, runs over V (n_t, n_resp), shared R and vectors across samples.
+    Blocks of four c share each load of V[i] (i above the block), as in :func:`_accumulate4`.
+    MRrow[c] += sum_q Lambda''_k X[k, c] Lambda''_c over the response samples.
+    """
+    a2c, A2T, V, U = work[9], work[17], work[18], work[19]
+    for q in range(n_resp):
+        A2T[k, q] = a2c[q, k]
+        V[k, q] = 1.0
+    gk = -dt * Delta
+    c_hi = k  # rows c_hi .. k of V are final
+    while c_hi > 0:
+        c0 = max(c_hi - 4, 0)
+        nb = c_hi - c0
+        for r in range(nb):
+            for q in range(n_resp):
+                U[r, q] = 0.0
+        # i >= c_hi: every c of the block, four at a time
+        for i in range(c_hi, k + 1):
+            Vi = V[i]
+            if nb == 4:
+                w0, w1, w2, w3 = R[i, c0], R[i, c0 + 1], R[i, c0 + 2], R[i, c0 + 3]
+                for q in range(n_resp):
+                    x = Vi[q]
+                    U[0, q] += w0 * x
+                    U[1, q] += w1 * x
+                    U[2, q] += w2 * x
+                    U[3, q] += w3 * x
+            else:
+                for r in range(nb):
+                    w = R[i, c0 + r]
+                    for q in range(n_resp):
+                        U[r, q] += w * Vi[q]
+        # inside the block, downwards
+        for r in range(nb - 1, -1, -1):
+            c = c0 + r
+            for i in range(c + 1, c_hi):
+                w = R[i, c]
+                Vi = V[i]
+                for q in range(n_resp):
+                    U[r, q] += w * Vi[q]
+            acc = 0.0
+            for q in range(n_resp):
+                u = U[r, q]
+                acc += A2T[k, q] * u * A2T[c, q]
+                V[c, q] = gk * A2T[c, q] * u
+            MRrow[c] += acc
+        c_hi = c0
 
 
 @njit_reduce
@@ -994,7 +1061,7 @@ def march(keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10, la
     evaluated in closed form (:func:`_march_samples`); their sums give lamhat_k, mu_k and so
     m_{k+1}, and row k of M_C, whose Cholesky row follows (noise xi = Lc z; the shift of
     :func:`cholesky_shifted`, which is causal); the response samples in the batch at k give
-    row k of M_R (:func:`_march_responses`); then rows k + 1 of R, P, Q
+    row k of M_R (:func:`_march_responses`; at b = 1 :func:`_march_responses_full`); then rows k + 1 of R, P, Q
     (:func:`_next_operators`). Writes m, lamhat (n_t,), MC, Lc, MR (n_t, n_t) and the
     unnormalised sums l2_sum, proj, r2_sum. Returns the number of steps completed: n_t,
     or k if a non-finite value appeared at step k (divergence).
@@ -1005,6 +1072,9 @@ def march(keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10, la
     c, y, h0, th0, S, Z = work[0], work[1], work[2], work[3], work[4], work[5]
     MCrow, MRrow = work[11], work[12]
     R, P, Q = work[14], work[15], work[16]
+    if S.shape != (n_t, N) or work[9].shape[0] < n_resp or (
+            work[18].shape != (n_t, n_resp) if b >= 1.0 else work[10].shape[1] < n_t * (n_t - 1) // 2):
+        raise ValueError("march: workspace_march was built for another grid (n_t, N, n_resp or b = 1)")
     _draw_all_samples(keys, N, model, rho, Delta, R0, b, p01, p10, c, y, h0, th0, S, Z)
     work[8][:] = 0
     R[:, :] = 0.0
@@ -1031,7 +1101,10 @@ def march(keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10, la
             MC[k, l] = MC[l, k] = alpha * Delta * MCrow[l] / N
         scale = max(scale, MC[k, k])  # the shift of cholesky_shifted, causal
         cholesky_row(MC, Lc, k, eps * scale)
-        _march_responses(k, n_resp, work, R, dt, Delta, MRrow)
+        if b < 1.0:
+            _march_responses(k, n_resp, work, R, dt, Delta, MRrow)
+        else:
+            _march_responses_full(k, n_resp, work, R, dt, Delta, MRrow)
         for j in range(k):
             MR[k, j] = alpha * Delta * Delta * MRrow[j] / n_resp
         if k + 1 < n_t:

@@ -247,7 +247,7 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, method="march"
     residuals, converged, t_div = [], False, np.inf
     start = time.perf_counter()
     if method == "march":
-        marched = _kernels.workspace_march(n_t, n_samples, n_resp)
+        marched = _kernels.workspace_march(n_t, n_samples, n_resp, full=not closed)
         Lc = np.zeros((n_t, n_t))
         done = _kernels.march(keys, n_samples, n_resp, marched, model, loss, params.rho,
                               params.L, D, params.R0, params.b, p01, p10, lam, dt, a, params.m0,
