@@ -15,7 +15,7 @@ def test_chapter_agreement_figures(glued):
     # the largest of that many |t| variables (a correct chapter fails it about 0.1% of the
     # time per figure if the windows were independent; less, as they are positively
     # correlated within a curve). Sections 1 to 4.
-    for fig in ("two", "three", "reg", "tau"):
+    for fig in ("two", "three", "reg", "reg_fd", "tau"):
         assert g[f"{fig}_max_z"] < g[f"{fig}_z999"], fig
         # rms within a factor 1.6 of that of independent t variables: the windows of one
         # curve share its runs, which widens the spread of the rms (5 windows per curve).
