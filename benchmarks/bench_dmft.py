@@ -51,8 +51,8 @@ on numba's threads (solve(threads=...), NUMBA_NUM_THREADS).
 3. Scaling with n_t: one iteration for n_t = 41..321, its log-log slope, and that of the
    process alone (n_resp = 1); expected 2 (process, O(b n_t^2 n_samples)) to 3 (response,
    O(b^3 n_t^3 n_resp), and the O(n_t^3) operators).
-4. Peak memory of a whole iterated solve (method="iterate"; tracemalloc: NumPy arrays, including the buffers
-   handed to the kernels) over 8 n_t^2 bytes, for n_t = 51..401 and for n_samples = 500
+4. Peak memory of a whole iterated solve (method="iterate"; tracemalloc: NumPy arrays,
+   including the buffers handed to the kernels) over 8 n_t^2 bytes, for n_t = 51..401 and for n_samples = 500
    and 4000: O(GROUPS (n_t^2 + chunk n_t)), independent of n_samples.
 5. The chapter's two-cluster solve against one finite-d simulation of the same curve.
 """
@@ -218,9 +218,7 @@ def numpy_march(data, params, n_resp):
     scale = 0.0
     for k in range(n_t):
         theta = Pp[k] * th0 + Q[k, :k] @ Z[:k] - dt * sD * (R[k, :k] @ A1[:k])
-        r = c * m[k] + sD * (m[k] * h0 + theta)
-        sm = 0.5 * (1 - np.tanh(y * r / 2))  # sigma(-y r)
-        A1[k], A2[k] = S[k] * (-sm * y), S[k] * (sm * (1 - sm))
+        A1[k], A2[k] = _pointwise(data, m, k, theta)
         lamhat[k] = a * D * A2[k].sum() / N
         if k + 1 < n_t:
             m[k + 1] = m[k] - dt * (lam * m[k] + a * (A1[k] @ x0) / N)
@@ -437,8 +435,9 @@ def main():
 
     # 4: memory of a whole solve
     n_list = smoke((500, 4000), (100, 200))
-    print(f"peak memory of an iterated solve (method='iterate') / (8 n_t^2 bytes), n_samples = {n_list[0]} | {n_list[1]}; and without "
-          f"the iteration's buffers (chunk = {solve_mod.CHUNK}, O(GROUPS (n_t^2 + chunk n_t))):")
+    print(f"peak memory of an iterated solve (method='iterate') / (8 n_t^2 bytes), n_samples = "
+          f"{n_list[0]} | {n_list[1]}; and without the iteration's buffers (chunk = "
+          f"{solve_mod.CHUNK}, O(GROUPS (n_t^2 + chunk n_t))):")
     dmft.solve(P, 2.0, n_samples=300, tol=1e-3, method="iterate")
     for n_t in smoke((51, 101, 201, 401), (21,)):
         peaks = []

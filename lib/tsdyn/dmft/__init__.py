@@ -15,7 +15,8 @@ from .simulate import batch_indicators, simulate, simulate_point
 from .solve import ConvergenceError, iteration_history, solve
 
 __all__ = ["Params", "simulate", "simulate_point", "batch_indicators", "solve",
-           "iteration_history", "ConvergenceError", "exact_square_gd", "marchenko_pastur", "generalisation_error",
+           "iteration_history", "ConvergenceError", "exact_square_gd", "marchenko_pastur",
+           "generalisation_error",
            "simulate_seeds", "solve_seeds", "max_z", "z_scores", "deviations",
            "window_means", "window_deviations", "log_windows", "yardstick", "mean_se",
            "difference", "curve_seed", "bias_check", "finite_d_sweep", "crossing_times", "median_ci"]

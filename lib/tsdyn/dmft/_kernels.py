@@ -893,14 +893,6 @@ def _draw_all_samples(keys, N, model, rho, Delta, R0, b, p01, p10, c, y, h0, th0
 
 
 @njit_reduce
-def _dot_prefix(a, b, n):
-    acc = 0.0
-    for i in range(n):
-        acc += a[i] * b[i]
-    return acc
-
-
-@njit_reduce
 def _march_samples(k, N, n_resp, work, m, R, P, Q, sD, dt, Delta, loss, model, L, l2_sum, proj,
                    r2_sum):
     """Step k of every sample in the batch at k, in closed form (:func:`_sample_path`):
@@ -917,8 +909,8 @@ def _march_samples(k, N, n_resp, work, m, R, P, Q, sD, dt, Delta, loss, model, L
         nb = nbs[q]
         Bq, Fq = B[q], F[q]
         dense = nb == k  # in the batch at every step so far (b = 1): no gathers
-        noise = _dot_prefix(Qk, Z[q], k)
-        force = _dot_prefix(Rk, Fq, k) if dense else 0.0
+        noise = _dot(Qk[:k], Z[q, :k])
+        force = _dot(Rk[:k], Fq[:k]) if dense else 0.0
         if not dense:
             for p in range(nb):
                 force += Rk[Bq[p]] * Fq[p]

@@ -95,12 +95,13 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, method="march"
     k; the Cholesky factor of M_C is causal too), so with the random numbers fixed their
     solution is built in one pass, a step at a time (:func:`._kernels.march`; each sample
     in closed form at its in-batch steps, see below): the cost of one iteration, against
-    15 to 40 iterations, and the iteration's fixed point up to float rounding. A final pass of the iteration's map with the marched
-    kernels gives the training loss and accuracy and checks the solution: its relative
-    residual (below) is recorded and must be below ``tol``, else ConvergenceError.
+    15 to 40 iterations, and the iteration's fixed point up to float rounding. A final
+    pass of the iteration's map with the marched kernels gives the training loss and
+    accuracy and checks the solution: its relative residual (below) is recorded and must
+    be below ``tol``, else ConvergenceError.
 
-    ``method="iterate"``: damped fixed-point iteration. The kernels are mixed, K <- damping K + (1 - damping) K_new, until the relative residual
-    max over (m, lamhat, M_C, M_R) of |K_new - K|_inf / |K_new|_inf is below ``tol``. The
+    ``method="iterate"``: damped fixed-point iteration. The kernels are mixed,
+    K <- damping K + (1 - damping) K_new, until the relative residual max over (m, lamhat, M_C, M_R) of |K_new - K|_inf / |K_new|_inf is below ``tol``. The
     same random numbers are used at every iteration, so the residual can go to zero;
     the Monte Carlo error (~ n_samples^-1/2) is measured by changing ``seed``.
 
@@ -214,8 +215,8 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, method="march"
             _kernels.workspace(n_t, min(CHUNK, n_samples), min(RESP_CHUNK, n_resp), n_resp))
 
     def run(want_loss):
-        # noise xi = L z with L L^T = M_C + eps diag(running max of diag M_C): the empirical M_C is
-        # numerically low-rank, the shift keeps the causal factor accurate (Sec. 7)
+        # noise xi = L z with L L^T = M_C + eps diag(running max of diag M_C): the empirical
+        # M_C is numerically low-rank, the shift keeps the causal factor accurate (Sec. 7)
         Lc = _kernels.cholesky_shifted(MC, eps)
         args = (keys, n_samples, n_resp, work, model, loss, params.rho, params.L, D, params.R0,
                 params.b, p01, p10, lam, dt, Lc, m, lamhat, MR, want_loss, MC_sum, l2_sum,
