@@ -131,6 +131,9 @@ def test_march_is_the_fixed_point_of_the_iteration(b, model):
 def test_iteration_history_reaches_the_march():
     p = dmft.Params(alpha=2.0, Delta=0.5, b=1.0, eta=0.2, R0=0.01)
     h = dmft.iteration_history(p, 6.0, n_samples=300, seed=2)
+    # the first iterate (from zero kernels) is far from the march; at the iteration's tol =
+    # 1e-6 the remaining distance is about tol / (1 - contraction), contraction ~0.5 per
+    # pass here: 1e-5 leaves a factor 5 for a slower contraction
     assert h.distance.values[0] > 0.1 and h.distance.values[-1] < 1e-5
     assert h.residual.values[-1] < h.attrs["tol"] and h.attrs["n_iter"] == h.sizes["iteration"]
 
