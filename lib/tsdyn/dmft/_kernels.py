@@ -853,22 +853,28 @@ iteration_closed_threads = numba.njit(_iteration_closed, parallel=True, error_mo
 
 def workspace_march(n_t, N, n_resp, full=False):
     """Buffers for :func:`march`: the samples (c, y, h0, theta(0); batch paths S, time-major,
-    and white normals Z, sample-major), each sample's in-batch steps and forces so far
-    (B, F: (N, n_t), and their count), the response samples' Lambda'' at their in-batch
-    steps and their forward substitutions X (row a of sample q at a(a-1)/2 in Xbuf[q]:
-    only the rows reached are touched, so memory grows as (b n_t)^2/2 per response
-    sample), the row buffers and the operators R, P, Q, and the chunk buffers of
-    :func:`draw_samples`. O(N n_t + n_resp (b n_t)^2/2 + n_t^2). With ``full`` (b = 1),
-    no X but the buffers of :func:`_march_responses_full`: O(N n_t + n_resp n_t + n_t^2)."""
+    and white normals Z, sample-major), the forces F (N, n_t), Lambda' at each sample's
+    in-batch steps and zero elsewhere; for the response samples their in-batch steps B,
+    their count and Lambda'' there, and the offsets of their forward substitutions X in
+    one pool (row a of sample q at off[q] + a(a-1)/2; :func:`march` allocates the pool
+    once the batch paths are drawn, n_q(n_q - 1)/2 per response sample with n_q its
+    number of in-batch steps, about (b n_t)^2/2: a buffer of n_t^2/2 per sample would be
+    zero-filled by the operating system wherever it is first touched, which at b = 0.3
+    took longer than the responses themselves); the row buffers, the operators R, P, Q,
+    the list of the samples in the batch at the current step. O(N n_t + n_resp (b n_t)^2/2
+    + n_t^2). With ``full`` (b = 1), no pool but the buffers of
+    :func:`_march_responses_full`: O(N n_t + n_resp n_t + n_t^2)."""
     vec = tuple(np.empty(N) for _ in range(4))  # 0-3: c, y, h0, theta(0)
+    nr = max(n_resp, 1)
     return (*vec, np.empty((n_t, N), np.int8), np.empty((N, n_t)),  # 4, 5: S, Z
-            np.empty((N, n_t), np.int32), np.empty((N, n_t)), np.zeros(N, np.int32),  # 6-8: B, F, nb
-            np.empty((max(n_resp, 1), n_t)),  # 9: a2 of the response samples, compressed
-            np.empty((max(n_resp, 1), 1 if full else n_t * (n_t - 1) // 2 + 1)),  # 10: X rows
+            np.empty((nr, n_t), np.int32), np.zeros((N, n_t)), np.zeros(nr, np.int32),  # 6-8: B, F, nb
+            np.empty((nr, n_t)),  # 9: Lambda'' of the response samples, compressed
+            np.zeros(nr + 1, np.int64),  # 10: offsets of their X rows in the pool
             np.empty(n_t), np.empty(n_t), np.empty(n_t),  # 11-13: M_C row, M_R row, X row
             np.zeros((n_t, n_t)), np.zeros(n_t), np.zeros((n_t, n_t)),  # 14-16: R, P, Q
             *((np.empty((n_t, n_resp)), np.empty((n_t, n_resp)), np.empty((4, n_resp)))
-              if full else (np.empty((1, 1)),) * 3))  # 17-19: b = 1 responses: A2T, V, U
+              if full else (np.empty((1, 1)),) * 3),  # 17-19: b = 1 responses: A2T, V, U
+            np.empty(N, np.int64))  # 20: the samples in the batch at step k
 
 
 @njit_reduce
@@ -896,63 +902,99 @@ def _draw_all_samples(keys, N, model, rho, Delta, R0, b, p01, p10, c, y, h0, th0
 def _march_samples(k, N, n_resp, work, m, R, P, Q, sD, dt, Delta, loss, model, L, l2_sum, proj,
                    r2_sum):
     """Step k of every sample in the batch at k, in closed form (:func:`_sample_path`):
-    r_k from the noise (Q z)_k and the forces at its earlier in-batch steps; appends k,
-    Lambda'_k to its lists; accumulates the sums and M_C's row k (unnormalised)."""
+    r_k from the noise (Q z)_k and the forces at its earlier in-batch steps; F[q, k] =
+    Lambda'_k, and for a response sample k and Lambda''_k appended to its lists; the sums
+    and M_C's row k (unnormalised).
+
+    F is time-indexed (Lambda' at the in-batch steps, zero elsewhere), so the noise, the
+    force and the M_C row are contiguous loops over the earlier steps, and four samples
+    share each pass (each load of Q_k, R_k and of the M_C row serves four samples): at
+    b = 0.3 faster than gathering each sample's in-batch steps, at b = 1 the same work."""
     c, y, h0, th0, S, Z = work[0], work[1], work[2], work[3], work[4], work[5]
-    B, F, nbs, a2c, MCrow = work[6], work[7], work[8], work[9], work[11]
+    B, F, nbs, a2c, MCrow, inb = work[6], work[7], work[8], work[9], work[11], work[20]
     mk, Pk = m[k], P[k]
     Qk, Rk = Q[k], R[k]
     gs = dt * Delta
+    n_in = 0
     for q in range(N):
-        if S[k, q] == 0:
-            continue
-        nb = nbs[q]
-        Bq, Fq = B[q], F[q]
-        dense = nb == k  # in the batch at every step so far (b = 1): no gathers
-        noise = _dot(Qk[:k], Z[q, :k])
-        force = _dot(Rk[:k], Fq[:k]) if dense else 0.0
-        if not dense:
-            for p in range(nb):
-                force += Rk[Bq[p]] * Fq[p]
-        r = c[q] * mk + sD * (mk * h0[q] + Pk * th0[q] + noise) - gs * force
-        r2_sum[k] += r * r
-        d1, d2 = loss_derivatives(loss, model, y[q], r, L)
-        Bq[nb], Fq[nb] = k, d1
-        l2_sum[k] += d2
-        proj[k] += d1 * (c[q] + sD * h0[q])
-        if dense:
-            for p in range(k + 1):
-                MCrow[p] += d1 * Fq[p]
-        else:
-            for p in range(nb + 1):
-                MCrow[Bq[p]] += d1 * Fq[p]
-        if q < n_resp:
-            a2c[q, nb] = d2
-        nbs[q] = nb + 1
+        inb[n_in] = q
+        n_in += S[k, q] != 0
+    nz, fz, d1s = np.zeros(4), np.zeros(4), np.zeros(4)
+    for i in range(0, n_in, 4):
+        nq = min(4, n_in - i)
+        q0, q1, q2, q3 = inb[i], inb[i + min(1, nq - 1)], inb[i + min(2, nq - 1)], inb[i + nq - 1]
+        Z0, Z1, Z2, Z3 = Z[q0], Z[q1], Z[q2], Z[q3]  # a short block repeats its last sample
+        F0, F1, F2, F3 = F[q0], F[q1], F[q2], F[q3]
+        n0 = n1 = n2 = n3 = f0 = f1 = f2 = f3 = 0.0
+        for l in range(k):
+            ql, rl = Qk[l], Rk[l]
+            n0 += ql * Z0[l]
+            n1 += ql * Z1[l]
+            n2 += ql * Z2[l]
+            n3 += ql * Z3[l]
+            f0 += rl * F0[l]
+            f1 += rl * F1[l]
+            f2 += rl * F2[l]
+            f3 += rl * F3[l]
+        nz[0], nz[1], nz[2], nz[3] = n0, n1, n2, n3
+        fz[0], fz[1], fz[2], fz[3] = f0, f1, f2, f3
+        d1s[:] = 0.0
+        for j in range(nq):
+            q = inb[i + j]
+            r = c[q] * mk + sD * (mk * h0[q] + Pk * th0[q] + nz[j]) - gs * fz[j]
+            r2_sum[k] += r * r
+            d1, d2 = loss_derivatives(loss, model, y[q], r, L)
+            F[q, k] = d1
+            d1s[j] = d1
+            l2_sum[k] += d2
+            proj[k] += d1 * (c[q] + sD * h0[q])
+            if q < n_resp:
+                nb = nbs[q]
+                B[q, nb], a2c[q, nb] = k, d2
+                nbs[q] = nb + 1
+        w0, w1, w2, w3 = d1s[0], d1s[1], d1s[2], d1s[3]  # zero weight for a repeated sample
+        for p in range(k + 1):
+            MCrow[p] += w0 * F0[p] + w1 * F1[p] + w2 * F2[p] + w3 * F3[p]
 
 
 @njit_reduce
-def _march_responses(k, n_resp, work, R, dt, Delta, MRrow):
+def _march_responses(k, n_resp, work, pool, R, dt, Delta, MRrow):
     """Row k of each response sample's forward substitution (:func:`_sample_response`),
     for the samples in the batch at k: X[a, b] = R[B_a, B_b] + sum_{b<c<a} R[B_a, B_c]
     g_c X[c, b] with a its newest in-batch step (B_a = k), g_c = -dt Delta Lambda''_c;
-    MRrow[B_b] += Lambda''_a X[a, b] Lambda''_b (unnormalised row k of M_R)."""
-    S, B, nbs, a2c, Xbuf, row = work[4], work[6], work[8], work[9], work[10], work[13]
+    MRrow[B_b] += Lambda''_a X[a, b] Lambda''_b (unnormalised row k of M_R).
+    The rows are short (a ~ b k), so four earlier rows c are added per pass over the
+    row (a quarter of the loop overhead and of the loads and stores of the row)."""
+    S, B, nbs, a2c, off_q, row = work[4], work[6], work[8], work[9], work[10], work[13]
     Rk = R[k]
+    gk = -dt * Delta
     for q in range(n_resp):
         if S[k, q] == 0:
             continue
         a = nbs[q] - 1
         if a < 1:
             continue
-        Bq, a2, Xq = B[q], a2c[q], Xbuf[q]
+        Bq, a2, Xq = B[q], a2c[q], pool[off_q[q]:off_q[q + 1]]
         for b in range(a):
             row[b] = Rk[Bq[b]]
-        for cc in range(1, a):
-            w = -dt * Delta * a2[cc] * Rk[Bq[cc]]
+        cc = 1
+        while cc + 4 <= a:  # rows cc .. cc + 3: their weights use row[cc..], not yet changed
+            w0, w1 = gk * a2[cc] * row[cc], gk * a2[cc + 1] * row[cc + 1]
+            w2, w3 = gk * a2[cc + 2] * row[cc + 2], gk * a2[cc + 3] * row[cc + 3]
+            o0 = cc * (cc - 1) // 2
+            o1, o2, o3 = o0 + cc, o0 + 2 * cc + 1, o0 + 3 * cc + 3
+            for b in range(cc):
+                row[b] += w0 * Xq[o0 + b] + w1 * Xq[o1 + b] + w2 * Xq[o2 + b] + w3 * Xq[o3 + b]
+            row[cc] += w1 * Xq[o1 + cc] + w2 * Xq[o2 + cc] + w3 * Xq[o3 + cc]
+            row[cc + 1] += w2 * Xq[o2 + cc + 1] + w3 * Xq[o3 + cc + 1]
+            row[cc + 2] += w3 * Xq[o3 + cc + 2]
+            cc += 4
+        while cc < a:
+            w = gk * a2[cc] * row[cc]
             off = cc * (cc - 1) // 2
             for b in range(cc):
                 row[b] += w * Xq[off + b]
+            cc += 1
         off = a * (a - 1) // 2
         ga = a2[a]
         for b in range(a):
@@ -1064,11 +1106,20 @@ def march(keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10, la
     c, y, h0, th0, S, Z = work[0], work[1], work[2], work[3], work[4], work[5]
     MCrow, MRrow = work[11], work[12]
     R, P, Q = work[14], work[15], work[16]
-    if S.shape != (n_t, N) or work[9].shape[0] < n_resp or (
-            work[18].shape != (n_t, n_resp) if b >= 1.0 else work[10].shape[1] < n_t * (n_t - 1) // 2):
+    if S.shape != (n_t, N) or work[9].shape[0] < n_resp or work[20].shape[0] < N or (
+            work[18].shape != (n_t, n_resp) if b >= 1.0 else work[10].shape[0] < n_resp + 1):
         raise ValueError("march: workspace_march was built for another grid (n_t, N, n_resp or b = 1)")
     _draw_all_samples(keys, N, model, rho, Delta, R0, b, p01, p10, c, y, h0, th0, S, Z)
     work[8][:] = 0
+    work[7][:, :] = 0.0  # F: Lambda' at the in-batch steps, zero elsewhere
+    off_q = work[10]
+    off_q[0] = 0
+    for q in range(n_resp if b < 1.0 else 0):
+        n_q = 0
+        for k in range(n_t):
+            n_q += S[k, q]
+        off_q[q + 1] = off_q[q] + n_q * (n_q - 1) // 2
+    pool = np.empty(max(off_q[n_resp] if b < 1.0 else 0, 1))
     R[:, :] = 0.0
     Q[:, :] = 0.0
     P[:] = 0.0
@@ -1094,7 +1145,7 @@ def march(keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10, la
         scale = max(scale, MC[k, k])  # the shift of cholesky_shifted, causal
         cholesky_row(MC, Lc, k, eps * scale)
         if b < 1.0:
-            _march_responses(k, n_resp, work, R, dt, Delta, MRrow)
+            _march_responses(k, n_resp, work, pool, R, dt, Delta, MRrow)
         else:
             _march_responses_full(k, n_resp, work, R, dt, Delta, MRrow)
         for j in range(k):
