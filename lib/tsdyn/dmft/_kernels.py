@@ -855,26 +855,19 @@ def workspace_march(n_t, N, n_resp, full=False):
     """Buffers for :func:`march`: the samples (c, y, h0, theta(0); batch paths S, time-major,
     and white normals Z, sample-major), the forces F (N, n_t), Lambda' at each sample's
     in-batch steps and zero elsewhere; for the response samples their in-batch steps B,
-    their count and Lambda'' there, and the offsets of their forward substitutions X in
-    one pool (row a of sample q at off[q] + a(a-1)/2; :func:`march` allocates the pool
-    once the batch paths are drawn, n_q(n_q - 1)/2 per response sample with n_q its
-    number of in-batch steps, about (b n_t)^2/2: a buffer of n_t^2/2 per sample would be
-    zero-filled by the operating system wherever it is first touched, which at b = 0.3
-    took longer than the responses themselves); the row buffers, the operators R, P, Q,
-    the list of the samples in the batch at the current step. O(N n_t + n_resp (b n_t)^2/2
-    + n_t^2). With ``full`` (b = 1), no pool but the buffers of
-    :func:`_march_responses_full`: O(N n_t + n_resp n_t + n_t^2)."""
+    their count and Lambda'' there; the list of the samples in the batch at the current
+    step, the row buffers, the operators R, P, Q. O(N n_t + n_resp n_t + n_t^2). With
+    ``full`` (b = 1), the buffers of :func:`_march_responses_full` too."""
     vec = tuple(np.empty(N) for _ in range(4))  # 0-3: c, y, h0, theta(0)
     nr = max(n_resp, 1)
     return (*vec, np.empty((n_t, N), np.int8), np.empty((N, n_t)),  # 4, 5: S, Z
-            np.empty((nr, n_t), np.int32), np.zeros((N, n_t)), np.zeros(nr, np.int32),  # 6-8: B, F, nb
+            np.empty((nr, n_t), np.int32), np.empty((N, n_t)), np.zeros(nr, np.int32),  # 6-8: B, F, nb
             np.empty((nr, n_t)),  # 9: Lambda'' of the response samples, compressed
-            np.zeros(nr + 1, np.int64),  # 10: offsets of their X rows in the pool
-            np.empty(n_t), np.empty(n_t), np.empty(n_t),  # 11-13: M_C row, M_R row, X row
+            np.empty(N, np.int64),  # 10: the samples in the batch at step k
+            np.empty(n_t), np.empty(n_t), np.empty(n_t),  # 11-13: M_C row, M_R row, u row
             np.zeros((n_t, n_t)), np.zeros(n_t), np.zeros((n_t, n_t)),  # 14-16: R, P, Q
             *((np.empty((n_t, n_resp)), np.empty((n_t, n_resp)), np.empty((4, n_resp)))
-              if full else (np.empty((1, 1)),) * 3),  # 17-19: b = 1 responses: A2T, V, U
-            np.empty(N, np.int64))  # 20: the samples in the batch at step k
+              if full else (np.empty((1, 1)),) * 3))  # 17-19: b = 1 responses: A2T, V, U
 
 
 @njit_reduce
@@ -911,7 +904,7 @@ def _march_samples(k, N, n_resp, work, m, R, P, Q, sD, dt, Delta, loss, model, L
     share each pass (each load of Q_k, R_k and of the M_C row serves four samples): at
     b = 0.3 faster than gathering each sample's in-batch steps, at b = 1 the same work."""
     c, y, h0, th0, S, Z = work[0], work[1], work[2], work[3], work[4], work[5]
-    B, F, nbs, a2c, MCrow, inb = work[6], work[7], work[8], work[9], work[11], work[20]
+    B, F, nbs, a2c, inb, MCrow = work[6], work[7], work[8], work[9], work[10], work[11]
     mk, Pk = m[k], P[k]
     Qk, Rk = Q[k], R[k]
     gs = dt * Delta
@@ -958,15 +951,16 @@ def _march_samples(k, N, n_resp, work, m, R, P, Q, sD, dt, Delta, loss, model, L
 
 
 @njit_reduce
-def _march_responses(k, n_resp, work, pool, R, dt, Delta, MRrow):
-    """Row k of each response sample's forward substitution (:func:`_sample_response`),
-    for the samples in the batch at k: X[a, b] = R[B_a, B_b] + sum_{b<c<a} R[B_a, B_c]
-    g_c X[c, b] with a its newest in-batch step (B_a = k), g_c = -dt Delta Lambda''_c;
-    MRrow[B_b] += Lambda''_a X[a, b] Lambda''_b (unnormalised row k of M_R).
-    The rows are short (a ~ b k), so four earlier rows c are added per pass over the
-    row (a quarter of the loop overhead and of the loads and stores of the row)."""
-    S, B, nbs, a2c, off_q, row = work[4], work[6], work[8], work[9], work[10], work[13]
-    Rk = R[k]
+def _march_responses(k, n_resp, work, R, dt, Delta, MRrow):
+    """Row k of M_R from the response samples in the batch at k, each by the adjoint of
+    its forward substitution (:func:`_sample_response`; as :func:`_march_responses_full`,
+    restricted to the sample's in-batch steps B_0 < ... < B_a = k): row a of
+    X = (1 - R G)^-1 R is u with v_a = 1 and, downwards, u_c = sum_{c < i <= a} v_i
+    R[B_i, B_c], v_c = g_c u_c (g_c = -dt Delta Lambda''_c). Each v_i, once known, adds
+    its row of R (gathered at B_c, c < i, all in cache) to u, which then completes u_{i-1}.
+    No past rows of X are stored or re-read: the work, a^2/2 per sample, reads R and the
+    sample's short lists only. MRrow[B_c] += Lambda''_a u_c Lambda''_c (unnormalised)."""
+    S, B, nbs, a2c, u = work[4], work[6], work[8], work[9], work[13]
     gk = -dt * Delta
     for q in range(n_resp):
         if S[k, q] == 0:
@@ -974,32 +968,18 @@ def _march_responses(k, n_resp, work, pool, R, dt, Delta, MRrow):
         a = nbs[q] - 1
         if a < 1:
             continue
-        Bq, a2, Xq = B[q], a2c[q], pool[off_q[q]:off_q[q + 1]]
-        for b in range(a):
-            row[b] = Rk[Bq[b]]
-        cc = 1
-        while cc + 4 <= a:  # rows cc .. cc + 3: their weights use row[cc..], not yet changed
-            w0, w1 = gk * a2[cc] * row[cc], gk * a2[cc + 1] * row[cc + 1]
-            w2, w3 = gk * a2[cc + 2] * row[cc + 2], gk * a2[cc + 3] * row[cc + 3]
-            o0 = cc * (cc - 1) // 2
-            o1, o2, o3 = o0 + cc, o0 + 2 * cc + 1, o0 + 3 * cc + 3
-            for b in range(cc):
-                row[b] += w0 * Xq[o0 + b] + w1 * Xq[o1 + b] + w2 * Xq[o2 + b] + w3 * Xq[o3 + b]
-            row[cc] += w1 * Xq[o1 + cc] + w2 * Xq[o2 + cc] + w3 * Xq[o3 + cc]
-            row[cc + 1] += w2 * Xq[o2 + cc + 1] + w3 * Xq[o3 + cc + 1]
-            row[cc + 2] += w3 * Xq[o3 + cc + 2]
-            cc += 4
-        while cc < a:
-            w = gk * a2[cc] * row[cc]
-            off = cc * (cc - 1) // 2
-            for b in range(cc):
-                row[b] += w * Xq[off + b]
-            cc += 1
-        off = a * (a - 1) // 2
+        Bq, a2 = B[q], a2c[q]
+        for c in range(a):
+            u[c] = 0.0
         ga = a2[a]
-        for b in range(a):
-            Xq[off + b] = row[b]
-            MRrow[Bq[b]] += ga * row[b] * a2[b]
+        v = 1.0
+        for i in range(a, 0, -1):
+            Ri = R[Bq[i]]
+            for c in range(i):
+                u[c] += v * Ri[Bq[c]]
+            uc = u[i - 1]  # complete: every row above it has been added
+            MRrow[Bq[i - 1]] += ga * uc * a2[i - 1]
+            v = gk * a2[i - 1] * uc
 
 
 @njit_reduce
@@ -1106,20 +1086,12 @@ def march(keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10, la
     c, y, h0, th0, S, Z = work[0], work[1], work[2], work[3], work[4], work[5]
     MCrow, MRrow = work[11], work[12]
     R, P, Q = work[14], work[15], work[16]
-    if S.shape != (n_t, N) or work[9].shape[0] < n_resp or work[20].shape[0] < N or (
-            work[18].shape != (n_t, n_resp) if b >= 1.0 else work[10].shape[0] < n_resp + 1):
+    if S.shape != (n_t, N) or work[9].shape[0] < n_resp or work[10].shape[0] < N or (
+            b >= 1.0 and work[18].shape != (n_t, n_resp)):
         raise ValueError("march: workspace_march was built for another grid (n_t, N, n_resp or b = 1)")
     _draw_all_samples(keys, N, model, rho, Delta, R0, b, p01, p10, c, y, h0, th0, S, Z)
     work[8][:] = 0
     work[7][:, :] = 0.0  # F: Lambda' at the in-batch steps, zero elsewhere
-    off_q = work[10]
-    off_q[0] = 0
-    for q in range(n_resp if b < 1.0 else 0):
-        n_q = 0
-        for k in range(n_t):
-            n_q += S[k, q]
-        off_q[q + 1] = off_q[q] + n_q * (n_q - 1) // 2
-    pool = np.empty(max(off_q[n_resp] if b < 1.0 else 0, 1))
     R[:, :] = 0.0
     Q[:, :] = 0.0
     P[:] = 0.0
@@ -1145,7 +1117,7 @@ def march(keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10, la
         scale = max(scale, MC[k, k])  # the shift of cholesky_shifted, causal
         cholesky_row(MC, Lc, k, eps * scale)
         if b < 1.0:
-            _march_responses(k, n_resp, work, pool, R, dt, Delta, MRrow)
+            _march_responses(k, n_resp, work, R, dt, Delta, MRrow)
         else:
             _march_responses_full(k, n_resp, work, R, dt, Delta, MRrow)
         for j in range(k):
