@@ -15,8 +15,8 @@ on numba's threads (solve(threads=...), NUMBA_NUM_THREADS).
       compute them), the Cholesky row by a triangular solve, and the responses as dense
       (n_resp, n_t, n_t) arrays, row k updated for the response samples in the batch at k
       (a batched product over the gathered samples; out-of-batch steps contribute zeros,
-      where numba's forward substitution skips them). Its samples are drawn beforehand
-      (not timed). Target >= 10x. Numba is timed twice: its march alone (the same work as
+      where numba's substitution, restricted to a sample's in-batch steps, skips them).
+      Its samples are drawn beforehand (not timed). Target >= 10x. Numba is timed twice: its march alone (the same work as
       the NumPy march) and the whole solve (with the check pass, which also gives the
       training loss and accuracy);
    b. the floor: drawing its n_samples x n_t normals with NumPy;

@@ -1079,7 +1079,7 @@ def march(keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10, la
     (:func:`_next_operators`). Writes m, lamhat (n_t,), MC, Lc, MR (n_t, n_t) and the
     unnormalised sums l2_sum, proj, r2_sum. Returns the number of steps completed: n_t,
     or k if a non-finite value appeared at step k (divergence).
-    Cost O(n_t^3 + N (b n_t^2/2 + (b n_t)^2) + n_resp (b n_t)^3/6): one iteration's.
+    Cost O(n_t^3 + 3 N b n_t^2/2 + n_resp (b n_t)^3/6), about one iteration's.
     """
     n_t = m.shape[0]
     sD = math.sqrt(Delta)

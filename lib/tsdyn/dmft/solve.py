@@ -145,7 +145,7 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, method="march"
         Effective samples for the process and, among them, for the response (default
         min(n_samples, 1000)). Cost per iteration: see Implementation above.
     method : "march" or "iterate"
-        One pass in time (memory O(n_samples n_t + n_resp (b n_t)^2/2)) or the damped
+        One pass in time (memory O((n_samples + n_resp) n_t + n_t^2)) or the damped
         fixed-point iteration (memory independent of n_samples); the same solution.
     damping : float in [0, 1)
         Weight of the previous iterate (0: plain Picard iteration).
