@@ -16,8 +16,8 @@ on numba's threads (solve(threads=...), NUMBA_NUM_THREADS).
       (n_resp, n_t, n_t) arrays, row k updated for the response samples in the batch at k
       (a batched product over the gathered samples; out-of-batch steps contribute zeros,
       where numba's substitution, restricted to a sample's in-batch steps, skips them).
-      Its samples are drawn beforehand (not timed). Target >= 10x. Numba is timed twice: its march alone (the same work as
-      the NumPy march) and the whole solve (with the check pass, which also gives the
+      Its samples are drawn beforehand (not timed). Target >= 10x. Numba is timed twice:
+      its march alone (the same work as the NumPy march) and the whole solve (with the check pass, which also gives the
       training loss and accuracy);
    b. the floor: drawing its n_samples x n_t normals with NumPy;
    c. the damped fixed-point iteration of the same equations in numba (method="iterate",
@@ -52,8 +52,8 @@ on numba's threads (solve(threads=...), NUMBA_NUM_THREADS).
    process alone (n_resp = 1); expected 2 (process, O(b n_t^2 n_samples)) to 3 (response,
    O(b^3 n_t^3 n_resp), and the O(n_t^3) operators).
 4. Peak memory of a whole iterated solve (method="iterate"; tracemalloc: NumPy arrays,
-   including the buffers handed to the kernels) over 8 n_t^2 bytes, for n_t = 51..401 and for n_samples = 500
-   and 4000: O(GROUPS (n_t^2 + chunk n_t)), independent of n_samples.
+   including the buffers handed to the kernels) over 8 n_t^2 bytes, for n_t = 51..401 and
+   for n_samples = 500 and 4000: O(GROUPS (n_t^2 + chunk n_t)), independent of n_samples.
 5. The chapter's two-cluster solve against one finite-d simulation of the same curve.
 """
 

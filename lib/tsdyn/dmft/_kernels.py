@@ -861,7 +861,8 @@ def workspace_march(n_t, N, n_resp, full=False):
     vec = tuple(np.empty(N) for _ in range(4))  # 0-3: c, y, h0, theta(0)
     nr = max(n_resp, 1)
     return (*vec, np.empty((n_t, N), np.int8), np.empty((N, n_t)),  # 4, 5: S, Z
-            np.empty((nr, n_t), np.int32), np.empty((N, n_t)), np.zeros(nr, np.int32),  # 6-8: B, F, nb
+            np.empty((nr, n_t), np.int32), np.empty((N, n_t)),  # 6, 7: B, F
+            np.zeros(nr, np.int32),  # 8: number of in-batch steps of each response sample
             np.empty((nr, n_t)),  # 9: Lambda'' of the response samples, compressed
             np.empty(N, np.int64),  # 10: the samples in the batch at step k
             np.empty(n_t), np.empty(n_t), np.empty(n_t),  # 11-13: M_C row, M_R row, u row
@@ -1075,8 +1076,8 @@ def march(keys, N, n_resp, work, model, loss, rho, L, Delta, R0, b, p01, p10, la
     evaluated in closed form (:func:`_march_samples`); their sums give lamhat_k, mu_k and so
     m_{k+1}, and row k of M_C, whose Cholesky row follows (noise xi = Lc z; the shift of
     :func:`cholesky_shifted`, which is causal); the response samples in the batch at k give
-    row k of M_R (:func:`_march_responses`; at b = 1 :func:`_march_responses_full`); then rows k + 1 of R, P, Q
-    (:func:`_next_operators`). Writes m, lamhat (n_t,), MC, Lc, MR (n_t, n_t) and the
+    row k of M_R (:func:`_march_responses`; at b = 1 :func:`_march_responses_full`); then
+    rows k + 1 of R, P, Q (:func:`_next_operators`). Writes m, lamhat (n_t,), MC, Lc, MR (n_t, n_t) and the
     unnormalised sums l2_sum, proj, r2_sum. Returns the number of steps completed: n_t,
     or k if a non-finite value appeared at step k (divergence).
     Cost O(n_t^3 + 3 N b n_t^2/2 + n_resp (b n_t)^3/6), about one iteration's.

@@ -101,9 +101,10 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, method="march"
     be below ``tol``, else ConvergenceError.
 
     ``method="iterate"``: damped fixed-point iteration. The kernels are mixed,
-    K <- damping K + (1 - damping) K_new, until the relative residual max over (m, lamhat, M_C, M_R) of |K_new - K|_inf / |K_new|_inf is below ``tol``. The
-    same random numbers are used at every iteration, so the residual can go to zero;
-    the Monte Carlo error (~ n_samples^-1/2) is measured by changing ``seed``.
+    K <- damping K + (1 - damping) K_new, until the relative residual max over (m, lamhat,
+    M_C, M_R) of |K_new - K|_inf / |K_new|_inf is below ``tol``. The same random numbers
+    are used at every iteration, so the residual can go to zero; the Monte Carlo error
+    (~ n_samples^-1/2) is measured by changing ``seed``.
 
     Implementation: the samples come from a counter-based generator (:mod:`._rng`, each
     number a function of (seed, sample, step)) and are redrawn in chunks of ``CHUNK``
