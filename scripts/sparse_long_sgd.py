@@ -1,0 +1,59 @@
+"""Chapter 5, Fig. 8 at the paper's length: dense-student SGD runs of 10^6 steps, kept for the chapter.
+
+The chapter's quick build cannot afford the paper's 10^6 SGD steps at m up to 256 (about
+8 minutes of one processor per run at N = 32, 20 at N = 64), so these runs are made once
+and read from ``book/data``, as chapter 4 does with its long column. This script runs
+:func:`tsdyn.sparse.sgd_point` (summed mini-batch loss, eq. 2 as written) on the grid
+(lr, m) with ``--seeds`` replicas per point through :func:`tsdyn.sweep.run`.
+
+- Every finished run is kept in ``--cache``; the same command, run again after a stop,
+  computes only what is missing (as long as the code of ``tsdyn.sparse`` is unchanged:
+  the cache key holds its hash).
+- After each learning rate (a row of the paper's diagram) the rows finished so far are
+  written to ``--out`` (netCDF), so a stopped run keeps its complete rows.
+- Learning rates are indices of the sweep's ``lr`` axis in the order given, and the seeds
+  of a point depend only on its indices: a later call with more learning rates appended,
+  or more ``--seeds``, keeps every earlier run (and its cache entry).
+
+Example (the chapter's stored learning curves)::
+
+    python scripts/sparse_long_sgd.py --N 32 --lrs 0.1 --ms 1 4 16 64 256 --seeds 8 \\
+        --seed 310 --cache CACHE --out book/data/sparse_sgd_long_N32.nc
+"""
+
+import argparse
+import sys
+from functools import partial
+
+from tsdyn import sparse, sweep
+
+
+def parse(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--N", type=int, required=True, help="hidden units = inputs (paper: 32 curves, 64 diagram)")
+    p.add_argument("--d", type=int, default=2, help="teacher non-zeros per row and column (paper: 2)")
+    p.add_argument("--lrs", type=float, nargs="+", required=True, help="learning rates, in sweep order")
+    p.add_argument("--ms", type=int, nargs="+", required=True, help="mini-batch sizes")
+    p.add_argument("--steps", type=int, default=10 ** 6, help="SGD steps per run (paper: 10^6)")
+    p.add_argument("--seeds", type=int, required=True, help="runs per (lr, m) point")
+    p.add_argument("--seed", type=int, required=True, help="root seed of the sweep")
+    p.add_argument("--n-points", type=int, default=40, help="log-spaced recording times per run")
+    p.add_argument("--cache", required=True, help="sweep cache directory (resume)")
+    p.add_argument("--out", required=True, help="netCDF file for the finished rows")
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    a = parse(argv)
+    run = partial(sparse.sgd_point, N=a.N, d=a.d, steps=a.steps, n_points=a.n_points)
+    for k in range(1, len(a.lrs) + 1):
+        rows = sweep.run(run, {"lr": a.lrs[:k], "m": a.ms}, cache=a.cache, seeds=a.seeds, seed=a.seed,
+                         progress=False)
+        rows.attrs.update(N=a.N, d=a.d, steps=a.steps, reduction="sum", root_seed=a.seed,
+                          command="python scripts/sparse_long_sgd.py " + " ".join(sys.argv[1:] if argv is None else argv))
+        rows.to_netcdf(a.out, engine="h5netcdf")
+        print(f"lr={a.lrs[k - 1]}: {k} of {len(a.lrs)} rows written to {a.out}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
