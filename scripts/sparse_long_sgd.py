@@ -49,7 +49,7 @@ def main(argv=None):
     for k in range(1, len(a.lrs) + 1):
         rows = sweep.run(run, {"lr": a.lrs[:k], "m": a.ms}, cache=a.cache, seeds=a.seeds, seed=a.seed,
                          progress=False)
-        rows.attrs.update(N=a.N, d=a.d, steps=a.steps, reduction="sum", root_seed=a.seed,
+        rows.attrs.update(N=a.N, d=a.d, steps=a.steps, n_points=a.n_points, reduction="sum", root_seed=a.seed,
                           command="python scripts/sparse_long_sgd.py " + " ".join(sys.argv[1:] if argv is None else argv))
         rows.to_netcdf(a.out, engine="h5netcdf")
         print(f"lr={a.lrs[k - 1]}: {k} of {len(a.lrs)} rows written to {a.out}", flush=True)

@@ -243,3 +243,25 @@ def test_paper_critical_batch_is_the_first_zero_of_the_mean():
     assert never["m_c"] == np.inf and never["finite_fraction"] == 0.0
     with pytest.raises(ValueError, match="shape"):
         sparse.paper_critical_batch(m, h[:3])
+
+
+def test_passage_time_interpolates_in_log_time_and_log_loss():
+    t = np.array([0.0, 1.0, 10.0, 100.0])
+    v = np.array([[1.0, 0.5, 0.1, 0.001],   # crosses 0.01 half-way between 10 and 100 on the log scales
+                  [1.0, 0.5, 0.2, 0.1],     # never: censored
+                  [0.005, 0.5, 0.2, 0.1],   # already there at the first record
+                  [1.0, 0.01, 0.2, 0.1]])   # reaches the level exactly at a record, then rises again
+    got = sparse.passage_time(t, v, 0.01)
+    assert got[0] == pytest.approx(10 ** 1.5, rel=1e-12)
+    assert got[1] == np.inf and got[2] == 0.0 and got[3] == 1.0
+    assert sparse.passage_time(t, v.reshape(2, 2, 4), 0.01).shape == (2, 2)
+
+
+def test_passage_time_input_checks():
+    t = np.array([0.0, 1.0, 10.0])
+    with pytest.raises(ValueError, match="positive"):
+        sparse.passage_time(t, np.array([1.0, np.nan, 0.1]), 0.5)
+    with pytest.raises(ValueError, match="increasing"):
+        sparse.passage_time(t[::-1], np.ones(3), 0.5)
+    with pytest.raises(ValueError, match="level"):
+        sparse.passage_time(t, np.ones(3), 0.0)

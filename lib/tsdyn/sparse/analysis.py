@@ -384,3 +384,39 @@ def paper_critical_batch(m, values, *, z=1.0, n_boot=1000, seed=0):
             "finite_fraction": frac, "m_c_grid": grid,
             "m_c_err": float(np.nanmax([se, grid])) if np.isfinite(m_c) and np.isfinite([se, grid]).any()
             else np.nan}
+
+
+def passage_time(t, values, level):
+    """First time each run's recorded curve falls to ``level`` or below: a hitting time.
+
+    ``values`` (..., n_t) are positive (a loss) recorded at the increasing times ``t``
+    (n_t,). Between the last record above ``level`` and the first at or below it the time
+    is interpolated linearly in (log t, log value), the scale on which a loss recorded at
+    log-spaced times changes smoothly. A run that never reaches ``level`` is censored:
+    +inf, which :func:`tsdyn.stats.bootstrap_median` ranks above every finished run.
+    A run already at ``level`` at the first record gets that record's time. NaN values
+    (a diverged run) are refused.
+    """
+    t = np.asarray(t, float)
+    v = np.asarray(values, float)
+    if t.ndim != 1 or v.shape[-1:] != t.shape or np.any(np.diff(t) <= 0):
+        raise ValueError(f"t must be increasing with one entry per record of values; got t of shape "
+                         f"{t.shape} and values of shape {v.shape}")
+    if not (np.isfinite(v).all() and (v > 0).all()):
+        raise ValueError("values must be finite and positive (leave diverged runs out)")
+    _validate.real("level", level, low=0.0, low_open=True, doc="the loss to reach")
+    flat = v.reshape(-1, len(t))
+    out = np.full(len(flat), np.inf)
+    lt = np.log(np.where(t > 0, t, np.nan))
+    for i, row in enumerate(flat):
+        hit = np.flatnonzero(row <= level)
+        if hit.size == 0:
+            continue
+        k = int(hit[0])
+        if k == 0 or not np.isfinite(lt[k - 1]):
+            out[i] = t[k]
+            continue
+        a, b = np.log(row[k - 1]), np.log(row[k])
+        f = (a - np.log(level)) / (a - b)
+        out[i] = float(np.exp(lt[k - 1] + f * (lt[k] - lt[k - 1])))
+    return out.reshape(v.shape[:-1])
