@@ -119,3 +119,20 @@ def sliders(fn, **controls):
     for widget in inputs.values():
         widget.observe(redraw, names="value")
     return widgets.VBox([*inputs.values(), out])
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def sci(x, digits=2):
+    """A number for prose: plain between 0.01 and 10^4 (``digits`` significant digits),
+    otherwise as mantissa·10 to a superscript power (6.2·10⁶, 2·10⁻²⁸); inf and NaN as words."""
+    x = float(x)
+    if not np.isfinite(x):
+        return "NaN" if np.isnan(x) else ("∞" if x > 0 else "−∞")
+    if x == 0 or 0.01 <= abs(x) < 1e4:
+        return f"{float(f'{x:.{digits}g}'):.6g}"  # rounded to ``digits``, never in e-notation
+    mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
+    mantissa = mantissa.rstrip("0").rstrip(".") if "." in mantissa else mantissa
+    power = "10" + str(int(exponent)).translate(_SUPERSCRIPT)
+    return power if mantissa == "1" else f"{mantissa}·{power}"
