@@ -1,0 +1,31 @@
+"""scripts/sparse_long_sgd.py: the stored Fig. 8 runs of chapter 5 are made, and resumed, by it."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+import sparse_long_sgd  # noqa: E402
+
+
+def _run(tmp_path, lrs, seeds):
+    out = tmp_path / f"rows_{len(lrs)}_{seeds}.nc"
+    sparse_long_sgd.main(["--N", "8", "--lrs", *map(str, lrs), "--ms", "1", "2", "--steps", "50", "--seeds",
+                          str(seeds), "--seed", "7", "--n-points", "6", "--cache", str(tmp_path / "cache"),
+                          "--out", str(out)])
+    return xr.open_dataset(out, engine="h5netcdf").load()
+
+
+def test_rows_are_written_and_extend_without_changing_earlier_runs(tmp_path):
+    one = _run(tmp_path, [0.1], 2)
+    assert dict(one.sizes) == {"lr": 1, "m": 2, "seed": 2, "t": one.sizes["t"]}
+    assert one.attrs["steps"] == 50 and one.attrs["n_points"] == 6 and one.attrs["root_seed"] == 7
+    # appending a learning rate and a replica keeps the seeds, and so the runs, of the first row
+    more = _run(tmp_path, [0.1, 1.0], 3)
+    assert dict(more.sizes)["lr"] == 2 and dict(more.sizes)["seed"] == 3
+    np.testing.assert_array_equal(more.val_loss.isel(lr=[0], seed=[0, 1]).values, one.val_loss.values)
+    # the sweep computed the first row once: its runs came back from the cache
+    assert len(list((tmp_path / "cache").glob("*.nc"))) == 2 * 2 * 3
