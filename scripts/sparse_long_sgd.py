@@ -1,7 +1,7 @@
 """Chapter 5, Fig. 8 at the paper's length: dense-student SGD runs of 10^6 steps, kept for the chapter.
 
-The chapter's quick build cannot afford the paper's 10^6 SGD steps at m up to 256 (about
-8 minutes of one processor per run at N = 32, 20 at N = 64), so these runs are made once
+The chapter's quick build cannot afford the paper's 10^6 SGD steps at m up to 256 (at m = 256,
+about 6 minutes of one processor per run at N = 32, 13 at N = 64), so these runs are made once
 and read from ``book/data``, as chapter 4 does with its long column. This script runs
 :func:`tsdyn.sparse.sgd_point` (summed mini-batch loss, eq. 2 as written) on the grid
 (lr, m) with ``--seeds`` replicas per point through :func:`tsdyn.sweep.run`.

@@ -255,6 +255,12 @@ def test_passage_time_interpolates_in_log_time_and_log_loss():
     assert got[0] == pytest.approx(10 ** 1.5, rel=1e-12)
     assert got[1] == np.inf and got[2] == 0.0 and got[3] == 1.0
     assert sparse.passage_time(t, v.reshape(2, 2, 4), 0.01).shape == (2, 2)
+    # the bracket of the recording grid: the last record above the level and the first at or below
+    np.testing.assert_array_equal(sparse.passage_time(t, v, 0.01, bound="lower"), [10.0, np.inf, 0.0, 0.0])
+    np.testing.assert_array_equal(sparse.passage_time(t, v, 0.01, bound="upper"), [100.0, np.inf, 0.0, 1.0])
+    # a fall of many decades between two records: the interpolation sits near the earlier one
+    steep = sparse.passage_time([1.0, 10.0, 100.0], [1.0, 1e-30, 1e-30], 1e-3)
+    assert 1.0 < steep < 1.5
 
 
 def test_passage_time_input_checks():
@@ -265,3 +271,5 @@ def test_passage_time_input_checks():
         sparse.passage_time(t[::-1], np.ones(3), 0.5)
     with pytest.raises(ValueError, match="level"):
         sparse.passage_time(t, np.ones(3), 0.0)
+    with pytest.raises(ValueError, match="bound"):
+        sparse.passage_time(t, np.ones(3), 0.5, bound="middle")

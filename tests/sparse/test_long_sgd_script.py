@@ -4,6 +4,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 import xarray as xr
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,3 +30,14 @@ def test_rows_are_written_and_extend_without_changing_earlier_runs(tmp_path):
     np.testing.assert_array_equal(more.val_loss.isel(lr=[0], seed=[0, 1]).values, one.val_loss.values)
     # the sweep computed the first row once: its runs came back from the cache
     assert len(list((tmp_path / "cache").glob("*.nc"))) == 2 * 2 * 3
+
+
+def test_rerun_stored_reproduces_the_first_run_and_catches_a_changed_file(tmp_path):
+    from tsdyn import sparse, sweep
+
+    stored = _run(tmp_path, [0.1], 2)
+    assert sparse.rerun_stored(stored, executor=sweep.SERIAL) == 0.0
+    tampered = stored.copy(deep=True)
+    tampered["val_loss"][0, 0, 0, -1] *= 1.001
+    # |new / old - 1| with old 1.001 times the true record
+    assert sparse.rerun_stored(tampered, executor=sweep.SERIAL) == pytest.approx(1 - 1 / 1.001, rel=1e-9)

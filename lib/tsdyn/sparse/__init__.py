@@ -16,7 +16,7 @@ from .analysis import (bootstrap, compatible_with_zero, critical_batch, crossing
                        hamming, max_pairwise_z, mean_se, near_transition, paper_critical_batch, passage_time, resolved_minimum, success_fraction, success_interval, tp_tn_rates,
                        transition_width, width_floor)
 from .cost import erf_batch_sizes
-from .experiments import greedy_point, sgd_point
+from .experiments import greedy_point, rerun_stored, sgd_point
 from .graph import regular_bipartite
 from .greedy import greedy, record_sweeps
 from .networks import draw_networks
@@ -30,5 +30,5 @@ __all__ = [
     "greedy_point", "sgd_point", "counting_m_c", "random_student_hamming", "success_interval",
     "mean_se", "gap_fraction", "near_transition", "max_pairwise_z", "bootstrap", "width_floor",
     "erf_batch_sizes", "cost", "resolved_minimum", "compatible_with_zero", "first_zero",
-    "paper_critical_batch", "effective_time", "passage_time",
+    "paper_critical_batch", "effective_time", "passage_time", "rerun_stored",
 ]

@@ -386,17 +386,22 @@ def paper_critical_batch(m, values, *, z=1.0, n_boot=1000, seed=0):
             else np.nan}
 
 
-def passage_time(t, values, level):
+def passage_time(t, values, level, *, bound=None):
     """First time each run's recorded curve falls to ``level`` or below: a hitting time.
 
     ``values`` (..., n_t) are positive (a loss) recorded at the increasing times ``t``
     (n_t,). Between the last record above ``level`` and the first at or below it the time
     is interpolated linearly in (log t, log value), the scale on which a loss recorded at
-    log-spaced times changes smoothly. A run that never reaches ``level`` is censored:
-    +inf, which :func:`tsdyn.stats.bootstrap_median` ranks above every finished run.
-    A run already at ``level`` at the first record gets that record's time. NaN values
-    (a diverged run) are refused.
+    log-spaced times changes smoothly. Where the loss falls by many decades between two
+    records the interpolation leans toward the earlier one; ``bound="lower"`` or
+    ``"upper"`` returns instead the time of the last record above ``level`` or of the first
+    at or below it, the bracket that the recording grid alone guarantees. A run that never
+    reaches ``level`` is censored: +inf, which :func:`tsdyn.stats.bootstrap_median` ranks
+    above every finished run. A run already at ``level`` at the first record gets that
+    record's time. NaN values (a diverged run) are refused.
     """
+    if bound not in (None, "lower", "upper"):
+        raise ValueError(f"bound must be None, 'lower' or 'upper'; got {bound!r}")
     t = np.asarray(t, float)
     v = np.asarray(values, float)
     if t.ndim != 1 or v.shape[-1:] != t.shape or np.any(np.diff(t) <= 0):
@@ -413,7 +418,10 @@ def passage_time(t, values, level):
         if hit.size == 0:
             continue
         k = int(hit[0])
-        if k == 0 or not np.isfinite(lt[k - 1]):
+        if k == 0 or bound is not None:
+            out[i] = t[k - 1] if (bound == "lower" and k > 0) else t[k]
+            continue
+        if not np.isfinite(lt[k - 1]):
             out[i] = t[k]
             continue
         a, b = np.log(row[k - 1]), np.log(row[k])

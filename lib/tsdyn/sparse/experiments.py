@@ -1,5 +1,10 @@
 """Runs in the form :func:`tsdyn.sweep.run` calls: keywords in, fixed-shape results out."""
 
+from functools import partial
+
+import numpy as np
+
+from .. import sweep
 from .greedy import greedy
 from .params import Params, SGDParams
 from .sgd import sgd
@@ -26,3 +31,25 @@ def sgd_point(*, seed, N, d, m, lr, steps, reduction="sum", d_s=None, n_val=1024
     p = SGDParams(N=N, d=d, m=m, lr=lr, reduction=reduction, d_s=d_s, n_val=n_val)
     ds = sgd(p, steps, seed=seed, n_points=n_points)
     return ds[["val_loss", "val_mse", "diverged"]]
+
+
+def rerun_stored(stored, executor=None):
+    """Re-run the first run of a stored :func:`sgd_point` sweep and compare its records.
+
+    ``stored``: a Dataset over (lr, m, seed, t) as ``scripts/sparse_long_sgd.py`` writes it
+    (attrs ``N``, ``d``, ``steps``, ``n_points``, ``root_seed``; summed loss). The run at the
+    first learning rate, the first mini-batch size and replica 0 is computed again through
+    :func:`tsdyn.sweep.run` with the sweep's root seed, so it gets the stored run's seed.
+    Returns the largest relative difference between its validation losses and the stored
+    ones: 0 on the machine that wrote them, rounding of sums elsewhere.
+    """
+    a = stored.attrs
+    fn = partial(sgd_point, N=int(a["N"]), d=int(a["d"]), steps=int(a["steps"]), n_points=int(a["n_points"]))
+    redo = sweep.run(fn, {"lr": [float(stored.lr[0])], "m": [int(stored.m[0])]}, executor, seeds=1,
+                     seed=int(a["root_seed"]), progress=False)
+    old = stored.val_loss.isel(lr=0, m=0, seed=0).values
+    new = redo.val_loss.isel(lr=0, m=0, seed=0).values
+    if old.shape != new.shape:
+        raise ValueError(f"the stored run has {old.shape[0]} records, the re-run {new.shape[0]}: the file's "
+                         "attrs (steps, n_points) do not describe it")
+    return float(np.max(np.abs(new / old - 1)))
