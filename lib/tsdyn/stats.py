@@ -28,6 +28,63 @@ def bootstrap_median(x, *, level=0.68, n_boot=2000, seed=0):
     return np.median(flat, axis=-1).reshape(lead), lo.reshape(lead), hi.reshape(lead)
 
 
+def km_median(times, ends):
+    """Kaplan-Meier median of right-censored times, each run with its own end.
+
+    ``times`` (runs,) are hitting times, +inf for a run that had not hit by its end;
+    ``ends`` (runs,) are the times at which the runs stopped (a finished run's time must not
+    exceed its end). With censoring times that differ from run to run (runs of different
+    length pooled on one clock) ranking the censored runs last, as :func:`bootstrap_median`
+    does, is wrong: a run stopped early says only that its time exceeds its own end. The
+    product-limit estimate S(t) = prod over hits t_i <= t of (1 - hits at t_i / runs still
+    under way at t_i) uses each run for as long as it was watched (a run ending at a hit time
+    counts as under way there). Returns the smallest hit time with S <= 1/2 (with no
+    censoring this is the lower median, order statistic ceil(n/2)), or inf if S stays above
+    1/2 while runs are watched.
+    """
+    times = np.asarray(times, float)
+    ends = np.asarray(ends, float)
+    if times.ndim != 1 or ends.shape != times.shape or len(times) == 0:
+        raise ValueError(f"times and ends must be 1-d of one length >= 1; got shapes {times.shape}, {ends.shape}")
+    if not (np.isfinite(ends).all() and np.all(ends > 0)):
+        raise ValueError("ends must be finite and > 0 (the time each run stopped)")
+    hit = np.isfinite(times)
+    if np.any(times[hit] > ends[hit]) or np.any(times[hit] < 0) or np.isnan(times).any():
+        raise ValueError("a finished run's time must lie in [0, its end]; unfinished runs are +inf")
+    watched = np.where(hit, times, ends)
+    surv = 1.0
+    for t_i in np.unique(times[hit]):
+        at_risk = np.count_nonzero(watched >= t_i)
+        surv *= 1.0 - np.count_nonzero(times == t_i) / at_risk
+        if surv <= 0.5 + 1e-12:  # 1e-12: products of exact fractions such as 1/2 computed in floats
+            return float(t_i)
+    return np.inf
+
+
+def bootstrap_km_median(groups, *, level=0.68, n_boot=2000, seed=0):
+    """Kaplan-Meier median (:func:`km_median`) of several groups of runs pooled, with a
+    percentile-bootstrap interval that resamples the runs of each group separately.
+
+    ``groups`` is a sequence of (times, ends) pairs, one per group (e.g. one per mini-batch
+    size, each group's runs stopped at their own end). Returns ``(median, lo, hi)``; ``hi``
+    is inf when more than (1 - level)/2 of the resamples have no median.
+    """
+    _validate.real("level", level, low=0.0, high=1.0, low_open=True, high_open=True, doc="coverage")
+    _validate.integer("n_boot", n_boot, low=100, doc="bootstrap resamples")
+    groups = [(np.asarray(t, float), np.broadcast_to(np.asarray(e, float), np.shape(t))) for t, e in groups]
+    if not groups:
+        raise ValueError("groups must hold at least one (times, ends) pair")
+    med = km_median(np.concatenate([t for t, _ in groups]), np.concatenate([e for _, e in groups]))
+    rng = np.random.default_rng(seed)
+    boot = np.empty(n_boot)
+    for b in range(n_boot):
+        picks = [rng.integers(0, len(t), len(t)) for t, _ in groups]
+        boot[b] = km_median(np.concatenate([t[k] for (t, _), k in zip(groups, picks)]),
+                            np.concatenate([e[k] for (_, e), k in zip(groups, picks)]))
+    q = (1 - level) / 2
+    return (med, float(np.quantile(boot, q, method="lower")), float(np.quantile(boot, 1 - q, method="higher")))
+
+
 def fit_line(x, y, yerr=None):
     """Least-squares line y = a + b x, weighted by 1 / yerr^2 when errors are given.
 
