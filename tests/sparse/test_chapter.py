@@ -51,11 +51,15 @@ def test_failures_come_back_at_large_m(glued):
 @pytest.mark.slow
 def test_mismatched_transitions_continuous_for_dt2_discontinuous_for_dt4(glued):
     g = glued
-    # d_t = 2: the fraction of runs ending in the gap grows with N (68% Wilson intervals
-    # of the smallest and largest N apart; quick data 0.07 -> 0.14 over N = 32..128) ...
-    assert g["mm_fss_gap_2_3_large_N_lo"] > g["mm_fss_gap_2_3_small_N_hi"]
-    # ... and at the largest N exceeds that of (4, 6), whose gap stays nearly empty
-    assert g["mm_fss_gap_2_3_large_N_lo"] > g["mm_fss_gap_4_6_large_N_hi"]
+    # At the largest N the runs of (2, 3) end in the gap far more often than those of (4, 6),
+    # whose gap stays nearly empty: one-sided Fisher test at the 1 % level (quick data: 17 of
+    # 120 against 1 of 140, p of order 1e-5).
+    assert g["mm_fss_pair_p"] < 0.01
+    # The (2, 3) gap does not empty as N grows, which a first-order transition would need: the
+    # fraction at the largest N is at least that at the smallest (quick data 0.075 -> 0.14 over
+    # N = 32..128; the growth itself is not resolved at 120 runs per size, Fisher p = 0.07, and
+    # the chapter says so). A fall to the (4, 6) level (0.01) would be 2.5 standard errors.
+    assert g["mm_fss_gap_2_3_large_N"] >= g["mm_fss_gap_2_3_small_N"]
 
 
 @pytest.mark.slow
