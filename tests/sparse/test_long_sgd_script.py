@@ -41,3 +41,23 @@ def test_rerun_stored_reproduces_the_first_run_and_catches_a_changed_file(tmp_pa
     tampered["val_loss"][0, 0, 0, -1] *= 1.001
     # |new / old - 1| with old 1.001 times the true record
     assert sparse.rerun_stored(tampered, executor=sweep.SERIAL) == pytest.approx(1 - 1 / 1.001, rel=1e-9)
+
+
+def test_cuda_backend_shares_the_cpu_runs_setup_and_resumes(tmp_path):
+    """--backend cuda (numba's simulator here): same seeds as the cpu backend, so the same t = 0 records;
+    a time limit saves the state and exits with 3, and the same command finishes the grid."""
+    pytest.importorskip("tsdyn.sparse.sgd_cuda")
+    args = ["--N", "4", "--lrs", "0.2", "--ms", "1", "3", "--steps", "12", "--seeds", "2", "--seed", "7",
+            "--n-points", "4", "--n-val", "16"]
+    cpu = tmp_path / "cpu.nc"
+    assert sparse_long_sgd.main(args + ["--cache", str(tmp_path / "cache"), "--out", str(cpu)]) is None
+    out, ck = tmp_path / "cuda.nc", tmp_path / "ck"
+    gpu_args = args + ["--backend", "cuda", "--lanes", "2", "--checkpoint", str(ck), "--out", str(out)]
+    assert sparse_long_sgd.main(gpu_args + ["--time-limit", "0"]) == 3 and not out.exists()
+    assert sparse_long_sgd.main(gpu_args) == 0
+    a = xr.open_dataset(cpu, engine="h5netcdf").load()
+    b = xr.open_dataset(out, engine="h5netcdf").load()
+    assert b.attrs["backend"] == "numba.cuda" and "--backend cuda" in b.attrs["command"]
+    np.testing.assert_allclose(b.val_loss.isel(t=0).values, a.val_loss.isel(t=0).values, rtol=1e-12)
+    # later records differ: other mini-batches
+    assert not np.allclose(b.val_loss.isel(t=-1).values, a.val_loss.isel(t=-1).values, rtol=1e-6)

@@ -13,6 +13,25 @@ from .params import Params, SGDParams
 _BLOCK_NUMBERS = 2 ** 20
 
 
+def setup(params, ss):
+    """What a run draws before its first step, from its SeedSequence ``ss``.
+
+    Returns the teacher W* (N, N) of eq. (7), its column lists ``t_idx, t_w``
+    (hidden unit r reads inputs t_idx[r] with weights t_w[r]), the initial student
+    W (N, N), the validation inputs X_val (n_val, N) and their labels Y_val. Shared by
+    :func:`sgd` and :func:`tsdyn.sparse.sgd_cuda.sgd_sweep_cuda`, so a run's teacher,
+    initial student and validation set depend only on its seed.
+    """
+    N, d = params.N, params.d
+    teacher = draw_networks(Params(N=N, d=d, m=1, model="one_matrix"), seed=ss).teacher_in
+    t_idx, t_w = compact(teacher.T, teacher.T != 0)
+    W = _seeds.rng(ss, "dense_init").uniform(params.w_init_low, params.w_init_high, (N, N))
+    X_val = _seeds.rng(ss, "validation").standard_normal((params.n_val, N))
+    Y_val = np.empty(params.n_val)
+    _kernels.teacher1_outputs(t_idx, t_w, X_val, 1.0 / np.sqrt(d), Y_val)
+    return teacher, t_idx, t_w, W, X_val, Y_val
+
+
 def sgd(params, steps, *, seed, n_points=30, spacing="log"):
     """Train a dense student on the one-matrix sparse teacher by mini-batch SGD (ST-DS-1M-MC).
 
@@ -46,14 +65,9 @@ def sgd(params, steps, *, seed, n_points=30, spacing="log"):
         raise ValueError(f"params must be a sparse.SGDParams; got {type(params).__name__}")
     rec = record_sweeps(steps, n_points, spacing, name="steps", doc="SGD steps")
     ss = _seeds.seed_sequence(seed)
-    N, m, d = params.N, params.m, params.d
-    teacher = draw_networks(Params(N=N, d=d, m=1, model="one_matrix"), seed=ss).teacher_in
-    t_idx, t_w = compact(teacher.T, teacher.T != 0)
-    scale, s_scale = 1.0 / np.sqrt(d), params.student_scale
-    W = _seeds.rng(ss, "dense_init").uniform(params.w_init_low, params.w_init_high, (N, N))
-    X_val = _seeds.rng(ss, "validation").standard_normal((params.n_val, N))
-    Y_val = np.empty(params.n_val)
-    _kernels.teacher1_outputs(t_idx, t_w, X_val, scale, Y_val)
+    N, m = params.N, params.m
+    teacher, t_idx, t_w, W, X_val, Y_val = setup(params, ss)
+    scale, s_scale = 1.0 / np.sqrt(params.d), params.student_scale
     y2 = float(np.mean(Y_val ** 2))
     rng_x = _seeds.rng(ss, "batches")
     block = max(1, _BLOCK_NUMBERS // (N * m))
