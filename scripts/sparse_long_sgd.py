@@ -54,6 +54,8 @@ def parse(argv):
     p.add_argument("--time-limit", type=float, help="seconds after which to save the checkpoint and exit "
                    "(cuda backend)")
     p.add_argument("--lanes", type=int, default=8, help="sample lanes per run (cuda backend)")
+    p.add_argument("--records-only", action="store_true", help="cuda backend: compute nothing, write the "
+                   "records the checkpoint holds (a stopped run's first records; attrs finished = 0)")
     p.add_argument("--out", required=True, help="netCDF file for the finished rows")
     return p.parse_args(argv)
 
@@ -72,14 +74,15 @@ def main_cuda(a, argv):
 
     ds = sgd_cuda.sgd_sweep_cuda(N=a.N, d=a.d, lrs=a.lrs, ms=a.ms, steps=a.steps, seeds=a.seeds, seed=a.seed,
                                  n_points=a.n_points, n_val=a.n_val, lanes=a.lanes, checkpoint=a.checkpoint,
-                                 time_limit=a.time_limit, log=log)
+                                 time_limit=a.time_limit, log=log, records_only=a.records_only)
     if ds is None:
         print(f"time limit reached: state saved to {a.checkpoint}; run the same command again", flush=True)
         return 3
-    ds = ds.drop_vars("W")
+    ds = ds.drop_vars("W", errors="ignore")
     ds.attrs.update(command=command(argv))
     ds.to_netcdf(a.out, engine="h5netcdf")
-    print(f"all {len(a.lrs)} rows written to {a.out} ({time.monotonic() - t0:.0f} s)", flush=True)
+    print(f"all {len(a.lrs)} rows, {ds.attrs['steps']:,} of {a.steps:,} steps, written to {a.out} "
+          f"({time.monotonic() - t0:.0f} s)", flush=True)
     return 0
 
 

@@ -125,6 +125,22 @@ def test_fig8_at_the_paper_length(glued):
 
 
 @pytest.mark.slow
+def test_fig8_diagram_from_the_gpu_runs(glued):
+    g = glued
+    # The whole diagram: nine learning rates, ten runs per point (the chapter stops if the GPU runs'
+    # first records differ from the processor's twins by more than rounding, 1e-12 relative).
+    assert g["g64_n_lr"] == 9 and g["g64_runs"] >= 10
+    # The two codes agree in law and the pairing is real: a GPU run ends closer to its processor twin
+    # (same teacher and start) than runs of one m end to each other (measured 0.009 against 0.04
+    # decades at 4.8e5 steps).
+    assert g["g64_pair_med"] < g["g64_spread"]
+    # The reading of the text: every row with its lowest loss at the end of the grid has a smaller
+    # learning rate than every row with a resolved optimum inside it (measured: up to 1 against 3, 10).
+    assert g["g64_n_resolved"] >= 1
+    assert g["g64_end_max_lr"] < g["g64_resolved_min_lr"]
+
+
+@pytest.mark.slow
 def test_paper_cost_is_measured(glued):
     g = glued
     # The fitted cost model (fixed cost + cost per unit of work) reproduces every timed

@@ -100,6 +100,22 @@ def test_checkpoint_resumes_to_the_same_result(tmp_path):
     np.testing.assert_array_equal(resumed.W.values, whole.W.values)
 
 
+def test_records_only_reads_a_stopped_sweep(tmp_path):
+    kw = dict(N=4, d=2, lrs=[0.3], ms=[2], steps=40, seeds=1, seed=9, n_val=8, n_points=6, lanes=2, chunk=3)
+    whole = cuda_sgd.sgd_sweep_cuda(**kw)
+    ck = tmp_path / "ck"
+    with pytest.raises(ValueError, match="checkpoint"):
+        cuda_sgd.sgd_sweep_cuda(**kw, checkpoint=ck, records_only=True)
+    for _ in range(4):  # four records, then part of the next interval
+        assert cuda_sgd.sgd_sweep_cuda(**kw, checkpoint=ck, time_limit=0.0) is None
+    part = cuda_sgd.sgd_sweep_cuda(**kw, checkpoint=ck, records_only=True)
+    n = part.sizes["t"]
+    assert 1 <= n < whole.sizes["t"] and part.attrs["finished"] == 0 and "W" not in part
+    assert part.attrs["steps"] == part.t.values[-1] and part.attrs["steps_planned"] == 40
+    np.testing.assert_array_equal(part.val_mse.values, whole.val_mse.values[..., :n])
+    assert whole.attrs["finished"] == 1 and whole.attrs["steps"] == 40
+
+
 @pytest.mark.parametrize("kw, name", [(dict(N=65), "N"), (dict(N=0), "N"), (dict(steps=0), "steps"),
                                       (dict(seeds=0), "seeds"), (dict(lrs=[-1.0]), "lr"), (dict(ms=[0]), "m"),
                                       (dict(ms=[2, 2]), "ms"), (dict(reduction="max"), "reduction"),

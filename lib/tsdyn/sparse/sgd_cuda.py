@@ -72,7 +72,8 @@ def _states(seeds_of_runs, n):
 
 
 def sgd_sweep_cuda(*, N, d, lrs, ms, steps, seeds, seed, reduction="sum", n_val=1024, n_points=40,
-                   lanes=PMAX, chunk=20_000, checkpoint=None, time_limit=None, X=None, log=None):
+                   lanes=PMAX, chunk=20_000, checkpoint=None, time_limit=None, X=None, log=None,
+                   records_only=False):
     """SGD of :func:`tsdyn.sparse.sgd` (eq. 5, loss of eq. 2) for every (lr, m, replica), on the GPU.
 
     Parameters
@@ -101,6 +102,10 @@ def sgd_sweep_cuda(*, N, d, lrs, ms, steps, seeds, seed, reduction="sum", n_val=
         Seconds after which the call saves its checkpoint and returns None.
     log : callable or None
         Called after each record as ``log(k, n_records, step, n_diverged)``.
+    records_only : bool
+        Compute nothing: return the records that ``checkpoint`` holds (a stopped
+        sweep's first records, for every run), with ``attrs["steps"]`` the last of them,
+        ``attrs["steps_planned"]`` = ``steps`` and ``attrs["finished"]`` 0, and no ``W``.
     X : array (R, steps * max(ms), N) or None
         Given inputs (tests): run j of :func:`run_layout` reads sample s of its step q
         at X[j, q * m + s]; None draws them on the device.
@@ -110,7 +115,7 @@ def sgd_sweep_cuda(*, N, d, lrs, ms, steps, seeds, seed, reduction="sum", n_val=
     xarray.Dataset over (lr, m, seed, t), as :func:`tsdyn.sweep.run` of
     :func:`tsdyn.sparse.sgd_point` returns it (``val_loss``, ``val_mse``, ``diverged``),
     plus ``t_diverged`` (the step that left a non-finite weight, 1-based; inf if none)
-    and ``W`` (final students); None if ``time_limit`` ran out first.
+    and ``W`` (final students); ``attrs["finished"]`` is 1. None if ``time_limit`` ran out first.
     """
     grid = _check(N, d, lrs, ms, steps, seeds, reduction, n_val, lanes)
     t0 = time.monotonic()
@@ -137,6 +142,12 @@ def sgd_sweep_cuda(*, N, d, lrs, ms, steps, seeds, seed, reduction="sum", n_val=
                     or len(z["states"]) != R * lanes * N or len(z["mse"][0]) != len(rec)):
                 raise ValueError(f"checkpoint {checkpoint} is from another sweep (shape, steps or seed differ)")
             W, mse, fail, k0, q0, states_h = W_saved, z["mse"], z["fail"], int(z["k"]), int(z["q"]), z["states"]
+        if records_only:
+            seen = np.where(fail + 1 <= rec[k0 - 1], fail, -1)  # failures after the last record: not seen yet
+            return _dataset(None, mse[:, :k0], seen, y2, rec[:k0], layout, lrs, ms, seeds, steps, n_points, lanes,
+                            params[0], root)
+    elif records_only:
+        raise ValueError(f"records_only needs a checkpoint directory with state.npz; got {checkpoint!r}")
     else:
         states_h = _states(sss, lanes * N)
     use_X = X is not None
@@ -198,9 +209,10 @@ def _dataset(W, mse, fail, y2, rec, layout, lrs, ms, seeds, steps, n_points, lan
         g_mse[a, b, c] = mse[j]
         g_loss[a, b, c] = 2.0 * mse[j] / y2[j]
         g_tdiv[a, b, c] = fail[j] + 1.0 if fail[j] >= 0 else np.inf
-        g_W[a, b, c] = W[j]
+        if W is not None:
+            g_W[a, b, c] = W[j]
     dims = ("lr", "m", "seed")
-    return xr.Dataset(
+    ds = xr.Dataset(
         {
             "val_loss": (dims + ("t",), g_loss, {"long_name": "validation mean squared error / "
                                                  "teacher's mean squared output", "units": "1"}),
@@ -212,9 +224,11 @@ def _dataset(W, mse, fail, y2, rec, layout, lrs, ms, seeds, steps, n_points, lan
         },
         coords={"lr": ("lr", np.asarray(lrs, float)), "m": ("m", np.asarray(ms, np.int64)),
                 "seed": ("seed", np.arange(seeds)), "t": ("t", rec.astype(float), {"units": "SGD steps"})},
-        attrs={"N": p.N, "d": p.d, "steps": steps, "n_points": n_points, "n_val": p.n_val,
+        attrs={"N": p.N, "d": p.d, "steps": int(rec[-1]), "steps_planned": steps, "finished": int(rec[-1] == steps),
+               "n_points": n_points, "n_val": p.n_val,
                "reduction": p.reduction, "root_seed": int(root.entropy), "kind": "simulation",
                "algorithm": "sgd", "backend": "numba.cuda", "lanes": lanes,
                "batches": "xoroshiro128+ on the device, one generator per thread",
                "tsdyn_version": __version__},
     )
+    return ds if W is not None else ds.drop_vars("W")
