@@ -81,7 +81,7 @@ def main_cuda(a, argv):
     ds = ds.drop_vars("W", errors="ignore")
     ds.attrs.update(command=command(argv))
     ds.to_netcdf(a.out, engine="h5netcdf")
-    print(f"all {len(a.lrs)} rows, {ds.attrs['steps']:,} of {a.steps:,} steps, written to {a.out} "
+    print(f"all {len(a.lrs)} rows, {ds.attrs['steps_done']:,} of {a.steps:,} steps, written to {a.out} "
           f"({time.monotonic() - t0:.0f} s)", flush=True)
     return 0
 
@@ -89,9 +89,13 @@ def main_cuda(a, argv):
 def main(argv=None):
     a = parse(argv)
     if a.backend == "cuda":
+        if (a.time_limit is not None or a.records_only) and a.checkpoint is None:
+            raise SystemExit("--time-limit and --records-only need --checkpoint")
         return main_cuda(a, argv)
     if a.cache is None:
         raise SystemExit("--cache is required with the cpu backend")
+    if a.checkpoint or a.time_limit is not None or a.records_only or a.lanes != 8:
+        raise SystemExit("--checkpoint, --time-limit, --records-only and --lanes belong to the cuda backend")
     run = partial(sparse.sgd_point, N=a.N, d=a.d, steps=a.steps, n_points=a.n_points, n_val=a.n_val)
     for k in range(1, len(a.lrs) + 1):
         rows = sweep.run(run, {"lr": a.lrs[:k], "m": a.ms}, cache=a.cache, seeds=a.seeds, seed=a.seed,

@@ -130,13 +130,17 @@ def test_fig8_diagram_from_the_gpu_runs(glued):
     # The whole diagram: nine learning rates, ten runs per point (the chapter stops if the GPU runs'
     # first records differ from the processor's twins by more than rounding, 1e-12 relative).
     assert g["g64_n_lr"] == 9 and g["g64_runs"] >= 10
-    # The two codes agree in law and the pairing is real: a GPU run ends closer to its processor twin
-    # (same teacher and start) than runs of one m end to each other (measured 0.009 against 0.04
-    # decades at 4.8e5 steps).
-    assert g["g64_pair_med"] < g["g64_spread"]
+    # The two codes agree in law at lambda = 0.1: medians of 10 GPU runs and 6 processor runs differ by
+    # less than 3 combined bootstrap errors at each of the 5 m (a chance of about 1 % for one law;
+    # measured at most 1.1).
+    assert g["g64_med_z"] < 3
+    # What the text reads off the pairs (same teacher and start, other mini-batches): at the smallest m a
+    # pair ends far closer than unrelated runs (measured ratio 0.13), at the largest m nearly as far apart
+    # (0.92): the ratio at least doubles.
+    assert g["g64_pair_ratio_lo"] < 0.5 and g["g64_pair_ratio_top"] > 2 * g["g64_pair_ratio_lo"]
     # The reading of the text: every row with its lowest loss at the end of the grid has a smaller
     # learning rate than every row with a resolved optimum inside it (measured: up to 1 against 3, 10).
-    assert g["g64_n_resolved"] >= 1
+    assert g["g64_n_resolved"] >= 1 and g["g64_n_end"] + g["g64_n_resolved"] == g["g64_n_lr"]
     assert g["g64_end_max_lr"] < g["g64_resolved_min_lr"]
 
 

@@ -46,7 +46,6 @@ def test_rerun_stored_reproduces_the_first_run_and_catches_a_changed_file(tmp_pa
 def test_cuda_backend_shares_the_cpu_runs_setup_and_resumes(tmp_path):
     """--backend cuda (numba's simulator here): same seeds as the cpu backend, so the same t = 0 records;
     a time limit saves the state and exits with 3, and the same command finishes the grid."""
-    pytest.importorskip("tsdyn.sparse.sgd_cuda")
     args = ["--N", "4", "--lrs", "0.2", "--ms", "1", "3", "--steps", "12", "--seeds", "2", "--seed", "7",
             "--n-points", "4", "--n-val", "16"]
     cpu = tmp_path / "cpu.nc"

@@ -12,7 +12,8 @@ from tsdyn import sparse
 from tsdyn.sparse import _kernels
 from tsdyn.sparse.sgd import setup
 
-cuda_sgd = pytest.importorskip("tsdyn.sparse.sgd_cuda")
+from tsdyn.sparse import _cuda_kernels
+from tsdyn.sparse import sgd_cuda as cuda_sgd
 
 N, D = 6, 2
 
@@ -44,19 +45,22 @@ def test_given_inputs_reproduce_cpu_kernels(reduction, lanes):
         W, mse0, done = cpu_reference(p, ss, X[j], steps)
         assert done == steps
         # same arithmetic, sums over hidden units in another order: rounding only (1e-12 relative
-        # is ~1e4 ulps after a few steps of O(1) weights)
+        # is ~1e4 ulps after a few steps of O(1) weights; atol 1e-14 covers weights that cancel to ~0)
         np.testing.assert_allclose(ds.W.values[a, b, c], W, rtol=1e-12, atol=1e-14)
         # the first record (t = 0): same initial student and validation set as the CPU run
         np.testing.assert_allclose(ds.val_mse.values[a, b, c, 0], mse0, rtol=1e-12)
 
 
 def test_divergence_step_matches_cpu():
-    """A non-finite input at step 3 (index 2): both codes stop there and mark t_diverged = 3."""
-    lrs, ms, steps = [0.1], [2], 6
-    X = np.random.default_rng(2).standard_normal((1, steps * 2, N))
-    X[0, 4, 1] = np.nan  # sample 0 of step index 2
+    """A non-finite input at step 3 (index 2) of one run: both codes stop it there and mark t_diverged = 3;
+    the other run of the launch goes on to the end."""
+    lrs, ms, steps = [0.1, 0.2], [2], 6
+    X = np.random.default_rng(2).standard_normal((2, steps * 2, N))
+    X[0, 4, 1] = np.nan  # run 0 (lr = 0.1 in the layout): sample 0 of step index 2
     ds = cuda_sgd.sgd_sweep_cuda(N=N, d=D, lrs=lrs, ms=ms, steps=steps, seeds=1, seed=3, n_val=8, n_points=7,
                                  lanes=2, X=X)
+    assert cuda_sgd.run_layout(lrs, ms, 1)[0] == (0, 0, 0)
+    assert not bool(ds.diverged.values[1, 0, 0]) and np.isfinite(ds.val_loss.values[1, 0, 0]).all()
     p = sparse.SGDParams(N=N, d=D, m=2, lr=0.1, n_val=8)
     _, _, done = cpu_reference(p, np.random.SeedSequence(np.random.SeedSequence(3).entropy, spawn_key=(0, 0, 0)),
                                X[0], steps)
@@ -66,6 +70,22 @@ def test_divergence_step_matches_cpu():
     t = ds.t.values
     assert np.isnan(ds.val_loss.values[0, 0, 0][t >= done + 1]).all()
     assert np.isfinite(ds.val_loss.values[0, 0, 0][t < done + 1]).all()
+
+
+def test_device_draws_are_independent_standard_normals():
+    """The generators of 3 runs x 4 threads, drawn as the SGD kernel draws: mean 0, variance 1, and no
+    correlation between any two generators (a shared stream would give correlation 1)."""
+    sss = [np.random.SeedSequence(5, spawn_key=(0, 0, k)) for k in range(3)]
+    states = cuda_sgd._states(sss, 4)
+    n = 400
+    out = np.zeros((len(states), n))
+    _cuda_kernels.normals[1, len(states)](states, out)
+    # 4800 draws: the mean's error is 1/sqrt(4800) = 0.014, the variance's sqrt(2/4800) = 0.02; 4 sigma
+    assert abs(out.mean()) < 4 * 0.0145 and abs(out.var() - 1) < 4 * 0.0205
+    # 66 pairs of 400 draws: each correlation has error 1/sqrt(400) = 0.05; 4.5 sigma over 66 pairs is a
+    # false alarm below 0.1 %
+    r = np.corrcoef(out)[np.triu_indices(len(states), 1)]
+    assert np.max(np.abs(r)) < 4.5 * 0.05
 
 
 def test_device_inputs_are_standard_normal_and_learning_happens():
@@ -111,15 +131,19 @@ def test_records_only_reads_a_stopped_sweep(tmp_path):
     part = cuda_sgd.sgd_sweep_cuda(**kw, checkpoint=ck, records_only=True)
     n = part.sizes["t"]
     assert 1 <= n < whole.sizes["t"] and part.attrs["finished"] == 0 and "W" not in part
-    assert part.attrs["steps"] == part.t.values[-1] and part.attrs["steps_planned"] == 40
+    assert part.attrs["steps_done"] == part.t.values[-1] and part.attrs["steps"] == 40
     np.testing.assert_array_equal(part.val_mse.values, whole.val_mse.values[..., :n])
-    assert whole.attrs["finished"] == 1 and whole.attrs["steps"] == 40
+    assert whole.attrs["finished"] == 1 and whole.attrs["steps"] == whole.attrs["steps_done"] == 40
+    # a checkpoint is only resumed by the sweep that wrote it
+    with pytest.raises(ValueError, match="lrs"):
+        cuda_sgd.sgd_sweep_cuda(**(kw | dict(lrs=[0.31])), checkpoint=ck)
 
 
 @pytest.mark.parametrize("kw, name", [(dict(N=65), "N"), (dict(N=0), "N"), (dict(steps=0), "steps"),
                                       (dict(seeds=0), "seeds"), (dict(lrs=[-1.0]), "lr"), (dict(ms=[0]), "m"),
                                       (dict(ms=[2, 2]), "ms"), (dict(reduction="max"), "reduction"),
-                                      (dict(lanes=0), "lanes"), (dict(lanes=9), "lanes")])
+                                      (dict(lanes=0), "lanes"), (dict(lanes=9), "lanes"),
+                                      (dict(chunk=0), "chunk"), (dict(X=np.zeros((1, 2, 3))), "X")])
 def test_bad_input_names_the_parameter(kw, name):
     args = dict(N=4, d=2, lrs=[0.1], ms=[2], steps=5, seeds=1, seed=0) | kw
     with pytest.raises(ValueError, match=name):

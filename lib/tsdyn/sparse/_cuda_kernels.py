@@ -46,6 +46,29 @@ def _dphi(x):
 
 
 @cuda.jit(device=True)
+def _normal(states, gen):
+    """A standard normal from generator ``gen``: numba's xoroshiro128+ Box-Muller.
+
+    It builds each normal from two float32 uniforms, so a draw carries about 1e-7 relative
+    precision. A zero uniform (chance 2^-53 per draw) would give an infinite input, which
+    the run would record as a divergence: it is drawn again instead.
+    """
+    z = xoroshiro128p_normal_float64(states, gen)
+    while not math.isfinite(z):
+        z = xoroshiro128p_normal_float64(states, gen)
+    return z
+
+
+@cuda.jit
+def normals(states, out):
+    """out[g, k] = the k-th draw of generator g (one thread per generator), as sgd_steps draws."""
+    g = cuda.grid(1)
+    if g < out.shape[0]:
+        for k in range(out.shape[1]):
+            out[g, k] = _normal(states, g)
+
+
+@cuda.jit(device=True)
 def _row_sums(a, b, p, r, n):
     """In place, for every lane p: a[p, 0] = sum a[p, :n], b[p, 0] = sum b[p, :n] (tree reduction).
 
@@ -108,7 +131,7 @@ def sgd_steps(W, t_idx, t_w, m, eta, t_scale, s_scale, q0, q1, states, X, use_X,
             elif use_X:
                 xs[p, r] = X[run, q * mr + b, r]
             else:
-                xs[p, r] = xoroshiro128p_normal_float64(states, gen)
+                xs[p, r] = _normal(states, gen)
             cuda.syncthreads()
             ht = 0.0
             for k in range(D):

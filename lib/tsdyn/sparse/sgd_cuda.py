@@ -41,7 +41,7 @@ def run_layout(lrs, ms, seeds):
     return sorted(runs, key=lambda t: -ms[t[1]])
 
 
-def _check(N, d, lrs, ms, steps, seeds, reduction, n_val, lanes):
+def _check(N, d, lrs, ms, steps, seeds, reduction, n_val, lanes, chunk):
     if not (isinstance(lanes, (int, np.integer)) and 1 <= lanes <= PMAX):
         raise ValueError(f"lanes (sample lanes per run) must be an integer in [1, {PMAX}]; got {lanes!r}")
     if not (isinstance(N, (int, np.integer)) and 1 <= N <= NMAX):
@@ -57,6 +57,8 @@ def _check(N, d, lrs, ms, steps, seeds, reduction, n_val, lanes):
         raise ValueError(f"seeds (runs per (lr, m) point) must be an integer >= 1; got {seeds!r}")
     if reduction not in REDUCTIONS:
         raise ValueError(f"reduction must be one of {REDUCTIONS}; got {reduction!r}")
+    if not (isinstance(chunk, (int, np.integer)) and chunk >= 1):
+        raise ValueError(f"chunk (most steps per kernel launch) must be an integer >= 1; got {chunk!r}")
     # every (lr, m) point is validated as the CPU code validates it (d, lr > 0, m >= 1)
     return [[SGDParams(N=N, d=d, m=int(m), lr=float(lr), reduction=reduction, n_val=n_val) for m in ms]
             for lr in lrs]
@@ -72,8 +74,8 @@ def _states(seeds_of_runs, n):
 
 
 def sgd_sweep_cuda(*, N, d, lrs, ms, steps, seeds, seed, reduction="sum", n_val=1024, n_points=40,
-                   lanes=PMAX, chunk=20_000, checkpoint=None, time_limit=None, X=None, log=None,
-                   records_only=False):
+                   lanes=PMAX, chunk=20_000, checkpoint=None, time_limit=None, save_every=60.0, X=None,
+                   log=None, records_only=False):
     """SGD of :func:`tsdyn.sparse.sgd` (eq. 5, loss of eq. 2) for every (lr, m, replica), on the GPU.
 
     Parameters
@@ -95,17 +97,20 @@ def sgd_sweep_cuda(*, N, d, lrs, ms, steps, seeds, seed, reduction="sum", n_val=
     chunk : int
         Largest number of steps per kernel launch.
     checkpoint : path or None
-        A directory: if given, the state is saved there (``W.npy``, the students, and
-        ``state.npz``, the rest) every few records, and a call that finds it continues
-        from it (same arguments required).
+        A directory: if given, the state is saved there (``state.npz``, with the sweep's
+        arguments, and the students in the ``.npy`` file it names) every 4 records, every
+        ``save_every`` seconds and at the time limit; a call that finds it continues from
+        it (the same arguments are required and checked).
     time_limit : float or None
         Seconds after which the call saves its checkpoint and returns None.
+    save_every : float
+        Seconds between saves inside a recording interval.
     log : callable or None
         Called after each record as ``log(k, n_records, step, n_diverged)``.
     records_only : bool
         Compute nothing: return the records that ``checkpoint`` holds (a stopped
-        sweep's first records, for every run), with ``attrs["steps"]`` the last of them,
-        ``attrs["steps_planned"]`` = ``steps`` and ``attrs["finished"]`` 0, and no ``W``.
+        sweep's first records, for every run), with ``attrs["steps_done"]`` the last of
+        them and ``attrs["finished"]`` 0, and no ``W``.
     X : array (R, steps * max(ms), N) or None
         Given inputs (tests): run j of :func:`run_layout` reads sample s of its step q
         at X[j, q * m + s]; None draws them on the device.
@@ -115,9 +120,12 @@ def sgd_sweep_cuda(*, N, d, lrs, ms, steps, seeds, seed, reduction="sum", n_val=
     xarray.Dataset over (lr, m, seed, t), as :func:`tsdyn.sweep.run` of
     :func:`tsdyn.sparse.sgd_point` returns it (``val_loss``, ``val_mse``, ``diverged``),
     plus ``t_diverged`` (the step that left a non-finite weight, 1-based; inf if none)
-    and ``W`` (final students); ``attrs["finished"]`` is 1. None if ``time_limit`` ran out first.
+    and ``W`` (final students); ``attrs["steps"]`` is ``steps``, ``attrs["steps_done"]`` the
+    last record and ``attrs["finished"]`` 1 when they agree. None if ``time_limit`` ran out first.
+    The device's normals are numba's xoroshiro128+ Box-Muller draws (from float32 uniforms,
+    about 1e-7 relative precision).
     """
-    grid = _check(N, d, lrs, ms, steps, seeds, reduction, n_val, lanes)
+    grid = _check(N, d, lrs, ms, steps, seeds, reduction, n_val, lanes, chunk)
     t0 = time.monotonic()
     rec = record_sweeps(steps, n_points, "log", name="steps", doc="SGD steps")
     root = _seeds.seed_sequence(seed)
@@ -135,13 +143,16 @@ def sgd_sweep_cuda(*, N, d, lrs, ms, steps, seeds, seed, reduction="sum", n_val=
     mse = np.full((R, len(rec)), np.nan)
     fail = np.full(R, -1, np.int64)
     k0, q0 = 0, 0
+    sweep_id = dict(N=N, d=d, lrs=np.asarray(lrs, float), ms=np.asarray(ms, np.int64), steps=steps, seeds=seeds,
+                    seed_entropy=str(root.entropy), seed_spawn_key=np.asarray(root.spawn_key, np.int64),
+                    reduction=reduction, n_val=n_val, n_points=n_points, lanes=lanes)
     if checkpoint is not None and os.path.exists(os.path.join(checkpoint, "state.npz")):
-        W_saved = np.load(os.path.join(checkpoint, "W.npy"))
         with np.load(os.path.join(checkpoint, "state.npz")) as z:
-            if (W_saved.shape != W.shape or int(z["steps"]) != steps or int(z["seed"]) != int(root.entropy)
-                    or len(z["states"]) != R * lanes * N or len(z["mse"][0]) != len(rec)):
-                raise ValueError(f"checkpoint {checkpoint} is from another sweep (shape, steps or seed differ)")
-            W, mse, fail, k0, q0, states_h = W_saved, z["mse"], z["fail"], int(z["k"]), int(z["q"]), z["states"]
+            differ = [key for key, v in sweep_id.items() if key not in z or not np.array_equal(z[key], v)]
+            if differ:
+                raise ValueError(f"checkpoint {checkpoint} is from another sweep: {', '.join(differ)} differ")
+            mse, fail, k0, q0, states_h = z["mse"], z["fail"], int(z["k"]), int(z["q"]), z["states"]
+            W = np.load(os.path.join(checkpoint, str(z["w_file"])))
         if records_only:
             seen = np.where(fail + 1 <= rec[k0 - 1], fail, -1)  # failures after the last record: not seen yet
             return _dataset(None, mse[:, :k0], seen, y2, rec[:k0], layout, lrs, ms, seeds, steps, n_points, lanes,
@@ -151,6 +162,9 @@ def sgd_sweep_cuda(*, N, d, lrs, ms, steps, seeds, seed, reduction="sum", n_val=
     else:
         states_h = _states(sss, lanes * N)
     use_X = X is not None
+    if use_X and np.shape(X) != (R, steps * max(ms), N):
+        raise ValueError(f"X (given inputs) must have shape (runs, steps * max(ms), N) = {(R, steps * max(ms), N)}; "
+                         f"got {np.shape(X)}")
     X_d = cuda.to_device(np.ascontiguousarray(X, np.float64) if use_X else np.zeros((1, 1, 1)))
     W_d, fail_d, states_d = cuda.to_device(W), cuda.to_device(fail), cuda.to_device(states_h)
     args = (cuda.to_device(t_idx), cuda.to_device(t_w), cuda.to_device(m), cuda.to_device(eta), t_scale, s_scale)
@@ -159,10 +173,13 @@ def sgd_sweep_cuda(*, N, d, lrs, ms, steps, seeds, seed, reduction="sum", n_val=
     def late():
         return time_limit is not None and time.monotonic() - t0 > time_limit
 
+    last_save = [time.monotonic()]
+
     def save(k, q):
         if checkpoint is not None:
             _save(checkpoint, W_d.copy_to_host(), mse=mse, fail=fail_d.copy_to_host(), k=k, q=q,
-                  states=states_d.copy_to_host(), steps=steps, seed=int(root.entropy))
+                  states=states_d.copy_to_host(), **sweep_id)
+            last_save[0] = time.monotonic()
 
     for k in range(k0, len(rec)):
         q = q0 if k == k0 else int(rec[k - 1])
@@ -174,6 +191,8 @@ def sgd_sweep_cuda(*, N, d, lrs, ms, steps, seeds, seed, reduction="sum", n_val=
             if q < rec[k] and late():
                 save(k, q)
                 return None
+            if q < rec[k] and time.monotonic() - last_save[0] > save_every:
+                save(k, q)
         _cuda_kernels.val_mse[R, N](W_d, Xv_d, Yv_d, s_scale, out_d)
         fail = fail_d.copy_to_host()
         mse[:, k] = np.where(fail < 0, out_d.copy_to_host(), np.nan)
@@ -189,13 +208,20 @@ def sgd_sweep_cuda(*, N, d, lrs, ms, steps, seeds, seed, reduction="sum", n_val=
 
 
 def _save(directory, W, **state):
-    """The checkpoint: W.npy and state.npz, each written to a temporary name and renamed."""
+    """The checkpoint: the students in ``W-<k>-<q>.npy`` and the rest, which names that file, in
+    ``state.npz``. Each is written to a temporary name and renamed, W first, and the older W
+    files are removed last, so a stop at any moment leaves a consistent pair."""
     os.makedirs(directory, exist_ok=True)
-    for name, write in (("W.npy", lambda f: np.save(f, W)), ("state.npz", lambda f: np.savez(f, **state))):
+    w_file = f"W-{state['k']}-{state['q']}.npy"
+    for name, write in ((w_file, lambda f: np.save(f, W)),
+                        ("state.npz", lambda f: np.savez(f, w_file=w_file, **state))):
         tmp = os.path.join(directory, "tmp-" + name)
         with open(tmp, "wb") as f:
             write(f)
         os.replace(tmp, os.path.join(directory, name))
+    for old in os.listdir(directory):
+        if old.startswith("W-") and old.endswith(".npy") and old != w_file:
+            os.remove(os.path.join(directory, old))
 
 
 def _dataset(W, mse, fail, y2, rec, layout, lrs, ms, seeds, steps, n_points, lanes, p, root):
@@ -224,11 +250,12 @@ def _dataset(W, mse, fail, y2, rec, layout, lrs, ms, seeds, steps, n_points, lan
         },
         coords={"lr": ("lr", np.asarray(lrs, float)), "m": ("m", np.asarray(ms, np.int64)),
                 "seed": ("seed", np.arange(seeds)), "t": ("t", rec.astype(float), {"units": "SGD steps"})},
-        attrs={"N": p.N, "d": p.d, "steps": int(rec[-1]), "steps_planned": steps, "finished": int(rec[-1] == steps),
+        attrs={"N": p.N, "d": p.d, "steps": steps, "steps_done": int(rec[-1]), "finished": int(rec[-1] == steps),
                "n_points": n_points, "n_val": p.n_val,
                "reduction": p.reduction, "root_seed": int(root.entropy), "kind": "simulation",
                "algorithm": "sgd", "backend": "numba.cuda", "lanes": lanes,
-               "batches": "xoroshiro128+ on the device, one generator per thread",
+               "batches": "xoroshiro128+ on the device, one generator per thread; Box-Muller normals "
+                          "from float32 uniforms (numba.cuda.random)",
                "tsdyn_version": __version__},
     )
     return ds if W is not None else ds.drop_vars("W")
