@@ -22,7 +22,7 @@ import xarray as xr
 from numba import cuda
 from numba.cuda.random import create_xoroshiro128p_states
 
-from .. import __version__
+from .. import __version__, _validate
 from . import _cuda_kernels, _seeds
 from .greedy import record_sweeps
 from .params import REDUCTIONS, SGDParams
@@ -51,14 +51,11 @@ def _check(N, d, lrs, ms, steps, seeds, reduction, n_val, lanes, chunk):
         raise ValueError("lrs and ms (learning rates and mini-batch sizes) must be non-empty")
     if len(set(lrs)) != len(lrs) or len(set(ms)) != len(ms):
         raise ValueError(f"lrs and ms must not repeat a value; got lrs={list(lrs)}, ms={list(ms)}")
-    if not (isinstance(steps, (int, np.integer)) and steps >= 1):
-        raise ValueError(f"steps (SGD steps per run) must be an integer >= 1; got {steps!r}")
-    if not (isinstance(seeds, (int, np.integer)) and seeds >= 1):
-        raise ValueError(f"seeds (runs per (lr, m) point) must be an integer >= 1; got {seeds!r}")
+    _validate.integer("steps", steps, low=1, doc="SGD steps per run")
+    _validate.integer("seeds", seeds, low=1, doc="runs per (lr, m) point")
+    _validate.integer("chunk", chunk, low=1, doc="most steps per kernel launch")
     if reduction not in REDUCTIONS:
         raise ValueError(f"reduction must be one of {REDUCTIONS}; got {reduction!r}")
-    if not (isinstance(chunk, (int, np.integer)) and chunk >= 1):
-        raise ValueError(f"chunk (most steps per kernel launch) must be an integer >= 1; got {chunk!r}")
     # every (lr, m) point is validated as the CPU code validates it (d, lr > 0, m >= 1)
     return [[SGDParams(N=N, d=d, m=int(m), lr=float(lr), reduction=reduction, n_val=n_val) for m in ms]
             for lr in lrs]
@@ -198,10 +195,10 @@ def sgd_sweep_cuda(*, N, d, lrs, ms, steps, seeds, seed, reduction="sum", n_val=
         mse[:, k] = np.where(fail < 0, out_d.copy_to_host(), np.nan)
         if log is not None:
             log(k + 1, len(rec), int(rec[k]), int(np.sum(fail >= 0)))
-        done = k + 1 == len(rec)
-        if late() or done or k % 4 == 3:
+        done, stop = k + 1 == len(rec), late()  # one reading of the clock: a stop always saves first
+        if stop or done or k % 4 == 3:
             save(k + 1, int(rec[k]))
-        if late() and not done:
+        if stop and not done:
             return None
     return _dataset(W_d.copy_to_host(), mse, fail, y2, rec, layout, lrs, ms, seeds, steps, n_points, lanes,
                     params[0], root)
