@@ -13,7 +13,8 @@ timing is the best of several interleaved repeats.
 2. Peak memory of one step (tracemalloc, numpy's allocations) as n_b grows from d
    to d^2: flat for the library (one chunk), linear in n_b for plain NumPy.
 3. The reduced sampler (the same chain in law, see `simulate`): steps per second
-   against the full sampler at the same point.
+   against the full sampler at the same point, and its cost over its own floor (drawing
+   the n_b (k + p) in-plane normals and the p d orthogonal ones).
 4. Ways to lower the floor, measured on the same n_b d normals: float32 draws (numpy's
    ziggurat in single precision) and two threads drawing chunks from per-chunk generators
    spawned from one SeedSequence (standard_normal(out=...) releases the GIL). Either would
@@ -119,10 +120,17 @@ def main():
     def reduced():
         red.advance(1)
 
-    t_red, t_full = best_of([reduced, library], repeats=REPEATS)
+    zeta = np.empty((n_b, params.k + params.p))
+
+    def red_floor():
+        rng.standard_normal(out=zeta)
+        rng.standard_normal((params.p, D))
+
+    t_red, t_full, t_red_floor = best_of([reduced, library, red_floor], repeats=REPEATS)
     print(f"  reduced sampler (the same chain in law; its one-step moments z-tested against the full sampler): "
           f"{t_full / t_red:,.0f}x the full sampler's steps per second, "
-          f"{t_np / t_red:,.0f}x the plain-NumPy step's")
+          f"{t_np / t_red:,.0f}x the plain-NumPy step's; step cost / its floor (the {n_b * 2 + D:,} normals "
+          f"it draws): {t_red / t_red_floor:.2f}")
 
     # 4. lowering the floor: float32 draws, and two threads with per-chunk generators
     chunk32 = np.empty(chunk.shape, np.float32)

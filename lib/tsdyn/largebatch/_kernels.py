@@ -21,54 +21,45 @@ SQUARE, CORRELATION = 0, 1
 PROJECTED, SPHERICAL = 0, 1
 
 
-@njit
-def residual_factors(lam, nu, xi_b, act, tgt, loss, sqrt_noise, F):
-    """F_j = r sigma'(lambda_j) / p, minus the gradient of the loss w.r.t. the field lambda_j.
-
-    r = y - f for the square loss (y - f)^2 / 2 and r = y for the correlation loss
-    1 - y f; y = h*(nu) + sqrt(noise) xi. The SGD direction of unit j is F_j z.
-    """
-    p = lam.shape[0]
-    y = target(tgt, nu) + sqrt_noise * xi_b
-    r = y
-    if loss == SQUARE:
-        f = 0.0
-        for j in range(p):
-            f += value(act, lam[j])
-        r = y - f / p
-    for j in range(p):
-        F[j] = r * derivative(act, lam[j]) / p
-
-
 @njit_reduce
 def accumulate(Wl, Wn, Z, n_cols, xi, act, tgt, loss, sqrt_noise, G, C):
     """The batch sums of one step, shared by both samplers (Arnaboldi et al., "Setting", g_j).
 
     For each row z of Z (its first ``n_cols`` entries) the fields are lambda = Wl z and
-    nu = Wn z, the factors F = :func:`residual_factors`, and G (p, >= n_cols) += F z;
-    C (p, p) += F F^T unless C is empty. Full sampler: Wl = W, Wn = W*, z in R^d. Reduced
+    nu = Wn z, and F_j = r sigma'(lambda_j) / p is minus the gradient of the loss w.r.t.
+    lambda_j, with the residual r = y - f for the square loss (y - f)^2 / 2 and r = y for the
+    correlation loss 1 - y f, y = h*(nu) + sqrt(noise) xi, f = (1/p) sum_j sigma(lambda_j).
+    Then G (p, >= n_cols) += F z and C (p, p) += F F^T unless C is empty. (The residual is
+    written inline and the rows indexed in place: with a called function that numba did not
+    inline and a row view per sample, the loop took 56 ns per sample at p = k = 1, now 15.) Full sampler: Wl = W, Wn = W*, z in R^d. Reduced
     sampler: Wl, Wn = the coordinates of W, W* in the basis of S, z = zeta in R^r.
     """
     p, k = Wl.shape[0], Wn.shape[0]
     lam, nu, F = np.empty(p), np.empty(k), np.empty(p)
     with_C = C.shape[0] > 0
     for b in range(Z.shape[0]):
-        z = Z[b]
         for j in range(p):
             acc = 0.0
             for i in range(n_cols):
-                acc += Wl[j, i] * z[i]
+                acc += Wl[j, i] * Z[b, i]
             lam[j] = acc
         for r in range(k):
             acc = 0.0
             for i in range(n_cols):
-                acc += Wn[r, i] * z[i]
+                acc += Wn[r, i] * Z[b, i]
             nu[r] = acc
-        residual_factors(lam, nu, xi[b], act, tgt, loss, sqrt_noise, F)
+        res = target(tgt, nu) + sqrt_noise * xi[b]
+        if loss == SQUARE:
+            f = 0.0
+            for j in range(p):
+                f += value(act, lam[j])
+            res -= f / p
+        for j in range(p):
+            F[j] = res * derivative(act, lam[j]) / p
         for j in range(p):
             c = F[j]
             for i in range(n_cols):
-                G[j, i] += c * z[i]
+                G[j, i] += c * Z[b, i]
             if with_C:
                 for m in range(p):
                     C[j, m] += c * F[m]
@@ -250,3 +241,4 @@ def reduced_steps(W, Wstar, zeta, xi, Xi, n_b, act, tgt, loss, algorithm, gamma,
             if stop_at_recovery:
                 return s + 1, False, first
     return n_steps, False, first
+
