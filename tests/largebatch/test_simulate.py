@@ -1,4 +1,4 @@
-"""The simulation: determinism, unit norms, streaming, the two samplers, recovery, divergence."""
+"""The simulation: determinism, unit norms, streaming, the samplers, recovery, divergence."""
 
 import importlib
 
@@ -10,9 +10,9 @@ from tsdyn.largebatch.simulate import one_step_overlaps
 simmod = importlib.import_module("tsdyn.largebatch.simulate")
 
 
-@pytest.mark.parametrize("sampler", ["full", "reduced"])
+@pytest.mark.parametrize("sampler", ["full", "reduced", "gaussian"])
 def test_same_seed_gives_bit_identical_runs_whatever_the_recording(sampler):
-    p = lb.Params(d=64, mu=0.5, delta=0.5, gamma0=0.3, p=2, noise=0.1)
+    p = lb.Params(d=64, mu=0.5, delta=0.5, gamma0=0.3, p=1 if sampler == "gaussian" else 2, noise=0.1)
     a = lb.simulate(p, 40, seed=3, n_points=11, sampler=sampler)
     b = lb.simulate(p, 40, seed=np.random.SeedSequence(3), n_points=11, sampler=sampler)
     c = lb.simulate(p, 40, seed=3, n_points=3, sampler=sampler)  # other block boundaries
@@ -178,3 +178,73 @@ def test_one_step_overlaps_is_the_first_step_of_simulate():
         for i, child in enumerate(_seeds.children(_seeds.seed_sequence(5), 3)):
             ds = lb.simulate(p, 1, seed=child, n_points=2, sampler=sampler)
             np.testing.assert_array_equal(m[i], ds.M.values[-1])
+
+
+@pytest.mark.parametrize("target, loss, noise", [("he3", "square", 0.0), ("he2", "correlation", 0.3)])
+def test_gaussian_sampler_moments_are_one_samples_moments(target, loss, noise):
+    """The moments the central-limit sampler draws from: the mean of v = (F zeta_1, F zeta_2, F^2)
+    against the theory's own quadrature (E[F nu], E[F^2]: another code path), and mean and
+    covariance against a plain numpy tensor-product rule with other nodes (48 per axis, 5 for the
+    noise). Both are exact for these polynomials, so they agree to rounding (1e-9 relative)."""
+    from tsdyn.largebatch import functions, theory
+    p = lb.Params(d=64, target=target, activation=target, loss=loss, noise=noise, m0=0.3)
+    Wstar, W = lb.initial_weights(p, 1)
+    kern = simmod._kernels
+    U, L = np.empty((2, 64)), np.empty((2, 2))
+    r = kern.basis(Wstar, W, U, L)
+    mean, cov = np.empty(3), np.empty((3, 3))
+    nodes = simmod._hermite_rule(simmod._N_NODES)
+    noise_nodes = simmod._hermite_rule(3) if noise > 0 else (np.zeros(1), np.ones(1))
+    kern.sample_term_moments(L, r, *nodes, *noise_nodes, p.activation_code, p.target_code,
+                             simmod.LOSSES.index(loss), np.sqrt(noise), mean, cov)
+    mom = theory.moments(p, W @ Wstar.T, np.eye(1))
+    np.testing.assert_allclose(mean[[0, 2]], [mom["F_nu"][0, 0], mom["FF"][0, 0]], rtol=1e-9)
+    x, w = np.polynomial.hermite_e.hermegauss(48)
+    xn, wn = np.polynomial.hermite_e.hermegauss(5)
+    z1, z2, xi = np.meshgrid(x, x, xn, indexing="ij")
+    wt = np.einsum("a,b,c->abc", w, w, wn) / (w.sum() ** 2 * wn.sum())
+    lam = L[1, 0] * z1 + L[1, 1] * z2
+    res = functions.numpy_value(p.target_code, z1) + np.sqrt(noise) * xi
+    if loss == "square":
+        res = res - functions.numpy_value(p.activation_code, lam)
+    F = res * functions.numpy_derivative(p.activation_code, lam)
+    v = np.stack([F * z1, F * z2, F * F])
+    m_ref = np.einsum("abc,iabc->i", wt, v)
+    cov_ref = np.einsum("abc,iabc,jabc->ij", wt, v, v) - np.outer(m_ref, m_ref)
+    np.testing.assert_allclose(mean, m_ref, rtol=1e-9, atol=1e-12 * np.abs(m_ref).max())
+    np.testing.assert_allclose(cov, cov_ref, rtol=1e-9, atol=1e-12 * np.abs(cov_ref).max())
+
+
+def test_gaussian_sampler_step_has_sgds_mean_and_variance():
+    """One step from m0 = 0.3 at n_b = 4096 (He3, square loss, projected, gamma = 0.05, where the
+    noise term gamma^2 (d / n_b) E[F^2] is 0.004, of the order it has at the phase diagrams'
+    boundaries): the overlap after the step, 4000 runs with each sampler. The central-limit sampler
+    draws the batch sums with the exact mean and covariance, so the mean and variance of m' agree
+    with the exact sampler's within z = 4 (two statistics; the variance's error from the fourth
+    moment). Power: the same comparison with the batch twice as large is rejected.
+    (Where the noise term is O(1), gamma = 0.5 here, the dropped skewness of the sum of F^2 shows:
+    the mean of m' then differs by 6 standard errors, a reason the chapter uses the sampler only
+    from n_b = 2^17 on, and checks it there.)"""
+    p = lb.Params(d=64, n0=4096.0, mu=0.0, gamma0=0.05, target="he3", activation="he3", m0=0.3)
+    exact = one_step_overlaps(p, 4000, seed=1, sampler="reduced")[:, 0, 0]
+    clt = one_step_overlaps(p, 4000, seed=2, sampler="gaussian")[:, 0, 0]
+    z = _max_z(exact[:, None], clt[:, None])
+    print("max z, gaussian against exact:", z)
+    assert z < 4
+    wrong = one_step_overlaps(lb.Params(**{**p.__dict__, "n0": 8192.0}), 4000, seed=2,
+                              sampler="gaussian")[:, 0, 0]
+    assert _max_z(exact[:, None], wrong[:, None]) > 4
+
+
+def test_auto_sampler_and_its_record():
+    small = lb.Params(d=64, n0=float(simmod.GAUSSIAN_MIN_NB - 1), gamma0=0.1, target="he2", activation="he2")
+    big = lb.Params(d=64, n0=float(simmod.GAUSSIAN_MIN_NB), gamma0=0.1, target="he2", activation="he2")
+    two = lb.Params(d=64, n0=float(simmod.GAUSSIAN_MIN_NB), p=2, gamma0=0.1, target="he2", activation="he2")
+    assert simmod.resolve_sampler(small, "auto") == "reduced"
+    assert simmod.resolve_sampler(big, "auto") == "gaussian"
+    assert simmod.resolve_sampler(two, "auto") == "reduced"
+    ds = lb.simulate(big, 20, seed=0, n_points=3, sampler="auto")
+    assert ds.attrs["sampler"] == "gaussian"
+    np.testing.assert_allclose(ds.Q.values, 1.0, atol=1e-13)  # renormalised as by the others
+    with pytest.raises(ValueError, match="sampler 'gaussian' needs p = k = 1"):
+        lb.simulate(two, 2, seed=0, sampler="gaussian")

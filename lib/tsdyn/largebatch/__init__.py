@@ -11,8 +11,9 @@ sampler and step map in :mod:`.erf_committee`.
 from .hermite import (closed_form_coefficients, hermite_coefficients, hermite_coefficients_nd, hermite_he,
                       information_exponent, leap_exponent)
 from .params import Params
-from .simulate import initial_weights, recovery_point, recovery_time, simulate
+from .simulate import GAUSSIAN_MIN_NB, SAMPLERS, initial_weights, recovery_point, recovery_time, simulate
 
-__all__ = ["Params", "simulate", "recovery_time", "recovery_point", "initial_weights",
+__all__ = ["Params", "simulate", "recovery_time", "recovery_point", "initial_weights", "SAMPLERS",
+           "GAUSSIAN_MIN_NB",
            "hermite_coefficients", "hermite_coefficients_nd", "hermite_he", "information_exponent",
            "leap_exponent", "closed_form_coefficients"]

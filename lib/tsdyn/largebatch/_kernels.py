@@ -7,6 +7,10 @@ Two ways of drawing the same step (see :mod:`tsdyn.largebatch.simulate`):
 - ``reduced``: only the projections of the inputs on S = span(W, W*) are drawn,
   and the component of the gradient orthogonal to S is drawn directly from its
   exact conditional law; a step costs O(n_b (p + k)^2 + d (p + k)^2).
+
+And one that is not exact (``gaussian``, p = k = 1): the batch sums that ``reduced``
+accumulates over n_b samples are drawn from their central-limit Gaussian, whose mean and
+covariance are n_b times one sample's, by quadrature; a step costs O(d), whatever n_b.
 """
 
 import math
@@ -242,3 +246,81 @@ def reduced_steps(W, Wstar, zeta, xi, Xi, n_b, act, tgt, loss, algorithm, gamma,
                 return s + 1, False, first
     return n_steps, False, first
 
+
+@njit_reduce
+def sample_term_moments(L, r, nodes, weights, noise_nodes, noise_weights, act, tgt, loss, sqrt_noise,
+                        mean, cov):
+    """Mean (3,) and covariance (3, 3) of one sample's terms v = (F zeta_1, F zeta_2, F^2) in the
+    batch sums of :func:`reduced_steps` at p = k = 1, by Gauss-Hermite quadrature over
+    zeta ~ N(0, I_r) and the label noise xi ~ N(0, 1) (``nodes``, ``weights``: probabilists'
+    nodes and weights summing to 1; ``noise_nodes`` a single 0 without noise).
+
+    nu = L[0, 0] zeta_1 and lambda = L[1] . zeta (rows of L: coordinates of w*, w in the basis of
+    S, w* first); F = r sigma'(lambda) with r as in :func:`accumulate`. Exact for polynomial
+    sigma and h* when 2 len(nodes) - 1 >= 4 deg F (and 3 noise nodes: F is linear in xi). With
+    r = 1 (w = +-w*) the second coordinate does not exist and v_2 = 0."""
+    n2 = nodes.shape[0] if r == 2 else 1
+    second = np.zeros((3, 3))
+    mean[:] = 0.0
+    v = np.empty(3)
+    for a in range(nodes.shape[0]):
+        z1 = nodes[a]
+        for b in range(n2):
+            z2 = nodes[b] if r == 2 else 0.0
+            w_ab = weights[a] * (weights[b] if r == 2 else 1.0)
+            lam = L[1, 0] * z1 + (L[1, 1] * z2 if r == 2 else 0.0)
+            base = value(tgt, L[0, 0] * z1)
+            if loss == SQUARE:
+                base -= value(act, lam)
+            slope = derivative(act, lam)
+            for c in range(noise_nodes.shape[0]):
+                F = (base + sqrt_noise * noise_nodes[c]) * slope
+                v[0], v[1], v[2] = F * z1, F * z2, F * F
+                w = w_ab * noise_weights[c]
+                for i in range(3):
+                    mean[i] += w * v[i]
+                    for j in range(3):
+                        second[i, j] += w * v[i] * v[j]
+    for i in range(3):
+        for j in range(3):
+            cov[i, j] = second[i, j] - mean[i] * mean[j]
+
+
+@njit
+def gaussian_steps(W, Wstar, normals, Xi, n_b, nodes, weights, noise_nodes, noise_weights, act, tgt,
+                   loss, algorithm, gamma, sqrt_noise, eta, stop_at_recovery, G):
+    """len(normals) SGD steps in place at p = k = 1, each step's batch sums drawn from their
+    central-limit law (NOT exact: the sums' third and higher cumulants are dropped).
+
+    :func:`reduced_steps` needs, per step, the sums over the batch of v = (F zeta_1, F zeta_2,
+    F^2): the first two give the step inside S, the third the variance of the part orthogonal to
+    S. Here they are n_b E[v] + sqrt(n_b) chol(Cov v) x with x = a row of ``normals`` (3 standard
+    normals; moments by :func:`sample_term_moments` at the current overlap), the third clipped at 0;
+    the orthogonal part is then drawn as there (``Xi``: (steps, d) normals). Mean and covariance
+    of the step are those of SGD; the sums' skewness, of relative order n_b^-1/2, is not.
+    Returns as :func:`full_steps`."""
+    d = W.shape[1]
+    U, L = np.empty((2, d)), np.empty((2, 2))
+    mean, cov = np.empty(3), np.empty((3, 3))
+    Gpar, C, sums = np.empty((1, 2)), np.empty((1, 1)), np.empty(3)
+    root = math.sqrt(n_b)
+    first = -1
+    for s in range(normals.shape[0]):
+        r = basis(Wstar, W, U, L)
+        sample_term_moments(L, r, nodes, weights, noise_nodes, noise_weights, act, tgt, loss, sqrt_noise,
+                            mean, cov)
+        chol = cholesky_shifted(cov, 0.0)
+        for i in range(3):
+            acc = n_b * mean[i]
+            for j in range(i + 1):
+                acc += root * chol[i, j] * normals[s, j]
+            sums[i] = acc
+        Gpar[0, 0], Gpar[0, 1], C[0, 0] = sums[0], sums[1], max(sums[2], 0.0)
+        assemble_reduced(U, r, Gpar, C, Xi[s:s + 1], G)
+        if not apply_step(W, G, 1.0 / n_b, gamma, algorithm):
+            return s, True, first
+        if first < 0 and overlap_norm(W, Wstar) >= eta:
+            first = s + 1
+            if stop_at_recovery:
+                return s + 1, False, first
+    return normals.shape[0], False, first

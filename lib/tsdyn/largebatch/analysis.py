@@ -329,3 +329,51 @@ def fit_min_samples(ds, n_b, T, recovered=None, *, ell, eta, n_boot=1000, seed=0
     lo, hi = np.percentile(Nb[ok], [16, 84], axis=0)
     return {"slope": float(f["slope"]), "slope_se": float(np.std(slopes, ddof=1)), "N": N.min(axis=0),
             "lo": lo, "hi": hi, "argmin": N.argmin(axis=0), "boot_slopes": slopes}
+
+
+
+# --- Where half of the runs recover: a phase boundary located between grid points ---
+
+def _half_point(deltas, k, n):
+    """Binomial maximum-likelihood fit of P(recover) = 1 / (1 + exp(-sign (delta - delta_half) / s)),
+    sign the direction of the trend, to k of n runs recovered at each delta; returns delta_half
+    (nan if the recovered fraction does not cross 1/2 on the grid)."""
+    from scipy.optimize import minimize
+    frac = k / n
+    if not (frac.min() < 0.5 < frac.max()):
+        return np.nan
+    sign = 1.0 if frac[np.argmax(deltas)] > frac[np.argmin(deltas)] else -1.0
+
+    def nll(x):
+        z = sign * (deltas - x[0]) / np.exp(x[1])
+        return np.sum(k * np.logaddexp(0.0, -z) + (n - k) * np.logaddexp(0.0, z))
+
+    start = [deltas[int(np.argmin(np.abs(frac - 0.5)))], np.log(np.ptp(deltas) / 10)]
+    return float(minimize(nll, start, method="Nelder-Mead", options={"xatol": 1e-8, "fatol": 1e-12}).x[0])
+
+
+def half_recovery_delta(deltas, recovered, *, n_boot=1000, seed=0):
+    """The learning-rate exponent at which half of the runs recover, delta_half, from a logistic
+    fit across a fine grid of delta (binomial likelihood), with its bootstrap replicates (runs
+    resampled with replacement within each delta).
+
+    ``deltas`` (n_delta,), ``recovered`` (n_delta, runs) booleans. Returns ``(delta_half,
+    replicates)``; replicates whose resampled fraction does not cross 1/2 are nan."""
+    deltas = np.asarray(deltas, float)
+    rec = np.asarray(recovered, bool)
+    if rec.ndim != 2 or rec.shape[0] != deltas.size:
+        raise ValueError(f"recovered must have shape (len(deltas), runs) = ({deltas.size}, runs); got {rec.shape}")
+    n = np.full(deltas.size, rec.shape[1], float)
+    rng = np.random.default_rng(seed)
+    reps = np.array([_half_point(deltas, np.array([r[rng.integers(0, r.size, r.size)].sum() for r in rec], float), n)
+                     for _ in range(n_boot)])
+    return _half_point(deltas, rec.sum(axis=1).astype(float), n), reps
+
+
+def boundary_shift(deltas, recovered_a, recovered_b, *, n_boot=1000, seed=0):
+    """delta_half of sample b minus that of sample a (:func:`half_recovery_delta`), with the standard
+    deviation of the difference of their independent bootstrap replicates as its error.
+    Returns a dict: ``shift``, ``se``, ``a``, ``b`` (the two delta_half)."""
+    a, ra = half_recovery_delta(deltas, recovered_a, n_boot=n_boot, seed=seed)
+    b, rb = half_recovery_delta(deltas, recovered_b, n_boot=n_boot, seed=seed + 1)
+    return {"shift": b - a, "se": float(np.nanstd(rb - ra, ddof=1)), "a": a, "b": b}

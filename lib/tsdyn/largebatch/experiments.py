@@ -26,13 +26,28 @@ def scaling_params(*, d, ell, mu, variant="projected", gamma0=0.1, n0=1.0, eta=0
 
 
 def recovery_scaling_point(*, seed, d, ell, mu, max_steps, variant="projected", gamma0=0.1, n0=1.0,
-                           eta=0.5, delta=None, m0_scale=1.0, sampler="reduced"):
-    """Weak-recovery time of one run of :func:`scaling_params` (dict of T, samples, recovered)."""
+                           eta=0.5, delta=None, m0_scale=1.0, sampler="auto"):
+    """Weak-recovery time of one run of :func:`scaling_params` (dict of T, samples, recovered).
+    ``sampler`` "auto" (default): exact in law below :data:`simulate.GAUSSIAN_MIN_NB` samples per
+    batch, the central-limit sampler from there on (:func:`simulate.simulate`)."""
     p = scaling_params(d=d, ell=ell, mu=mu, variant=variant, gamma0=gamma0, n0=n0, eta=eta,
                        delta=delta, m0_scale=m0_scale)
     out = recovery_time(p, int(max_steps), seed=seed, sampler=sampler)
     return {"T": out["T"], "samples": out["samples"], "recovered": out["recovered"],
             "n_b": float(p.n_b), "gamma": p.gamma}
+
+
+def sampler_check_point(*, seed, d, ell, n_b, offset, sampler, max_steps, gamma0=0.04, n0=4.0):
+    """One weak-recovery run (:func:`recovery_scaling_point`) at batch ``n_b`` = n0 d^mu and learning-rate
+    exponent delta = the theory's finite-d noise root (:func:`noise_boundary_delta`) + ``offset``: the
+    check of the central-limit sampler against the exact one where the recovered fraction is most
+    sensitive to the law of a step."""
+    import math
+    mu = math.log(n_b / n0) / math.log(d)
+    root = noise_boundary_delta(d=d, ell=ell, mu=mu, gamma0=gamma0, n0=n0)
+    out = recovery_scaling_point(seed=seed, d=d, ell=ell, mu=mu, max_steps=max_steps, gamma0=gamma0, n0=n0,
+                                 delta=root + offset, sampler=sampler)
+    return {"T": out["T"], "recovered": out["recovered"], "delta": root + offset}
 
 
 def theory_recovery_time(*, d, ell, mu, variant="projected", gamma0=0.1, n0=1.0, eta=0.5, delta=None,

@@ -17,7 +17,39 @@ from .params import ALGORITHMS, LOSSES, Params, record_steps
 # One input chunk: 2**18 float64 = 2 MiB, small enough to stay in cache between the
 # pass that computes the fields and the pass that adds F z to the gradient.
 _BLOCK_NUMBERS = 2 ** 18
-SAMPLERS = ("full", "reduced")
+SAMPLERS = ("full", "reduced", "gaussian", "auto")
+# "auto": the exact "reduced" sampler below this batch size, the central-limit "gaussian" one at
+# and above it (p = k = 1). The Gaussian drops the batch sums' skewness, n_b^-1/2 times a single
+# sample's, and that is large (He3 at m = 0.3: -30 for F zeta_1, 260 for F^2), so the threshold is
+# set by measurement (chapter 2, "The central-limit sampler"; scripts/largebatch_clt_check.py):
+# across the l = 3 noise boundary at d = 128 it moves the delta where half of the runs recover by
+# -0.0015 +- 0.0004 at n_b = 2^17 (the phase diagrams' grid step is 0.125), but by more than 0.01 at
+# 2^15, where its runs also recover faster near the boundary. Below it an exact step (35 ns per
+# sample) is cheap enough for the paper preset.
+GAUSSIAN_MIN_NB = 2 ** 17
+# Gauss-Hermite nodes of the "gaussian" sampler's moments: exact for polynomial sigma, h* with
+# 4 deg F <= 2 * 32 - 1 (deg F <= 15), far beyond the targets used here.
+_N_NODES = 32
+
+
+def _hermite_rule(n):
+    """Probabilists' Gauss-Hermite nodes and weights, the weights summing to 1."""
+    x, w = np.polynomial.hermite_e.hermegauss(n)
+    return x, w / w.sum()
+
+
+def resolve_sampler(params, sampler):
+    """The sampler a run uses: ``sampler`` itself, or for ``"auto"`` ``"gaussian"`` when
+    n_b >= :data:`GAUSSIAN_MIN_NB` and p = k = 1, ``"reduced"`` otherwise."""
+    if sampler not in SAMPLERS:
+        raise ValueError(f"sampler must be one of {SAMPLERS}; got {sampler!r}")
+    if sampler == "auto":
+        big = params.n_b >= GAUSSIAN_MIN_NB and params.p == params.k == 1
+        return "gaussian" if big else "reduced"
+    if sampler == "gaussian" and not params.p == params.k == 1:
+        raise ValueError(f"sampler 'gaussian' needs p = k = 1 (one student unit, one teacher "
+                         f"direction); got p={params.p}, k={params.k}")
+    return sampler
 
 
 def _streams(ss):
@@ -52,13 +84,12 @@ def initial_weights(params, seed):
 
 
 class _Runner:
-    """The SGD chain of one run: weights, random streams, buffers and the two samplers."""
+    """The SGD chain of one run: weights, random streams, buffers and the samplers."""
 
     def __init__(self, params, seed, sampler, stop_at_recovery):
         if not isinstance(params, Params):
             raise ValueError(f"params must be a largebatch.Params; got {type(params).__name__}")
-        if sampler not in SAMPLERS:
-            raise ValueError(f"sampler must be one of {SAMPLERS}; got {sampler!r}")
+        sampler = resolve_sampler(params, sampler)
         self.p, self.ss = params, _seeds.seed_sequence(seed)
         self.Wstar, self.W = initial_weights(params, self.ss)
         _, _, inputs, noise, perp = _streams(self.ss)
@@ -74,6 +105,9 @@ class _Runner:
         self.buffer = np.empty((self.rows, width))
         self.xi = np.zeros(self.rows)
         self.step, self.first_recovery, self.diverged_at = 0, np.inf, np.inf
+        if sampler == "gaussian":
+            self.nodes = _hermite_rule(_N_NODES)
+            self.noise_nodes = _hermite_rule(3) if params.noise > 0 else (np.zeros(1), np.ones(1))
 
     def _draw(self, n_rows):
         X = self.rng_x.standard_normal(out=self.buffer[:n_rows])
@@ -89,7 +123,13 @@ class _Runner:
         """Run up to n steps (fewer at a divergence, or at recovery when stopping there)."""
         P = self.p
         act, tgt, loss, algo, gamma, sqrt_noise, eta = self.args
-        if P.n_b <= self.rows:  # whole steps per call
+        if self.sampler == "gaussian":  # three normals for the batch sums, d for the rest
+            n = max(1, min(n, _BLOCK_NUMBERS // P.d))
+            done, diverged, first = _kernels.gaussian_steps(
+                self.W, self.Wstar, self.rng_x.standard_normal((n, 3)), self._perp(n), P.n_b,
+                *self.nodes, *self.noise_nodes, act, tgt, loss, algo, gamma, sqrt_noise, eta, self.stop,
+                self.G)
+        elif P.n_b <= self.rows:  # whole steps per call
             n = min(n, self.rows // P.n_b)
             if self.sampler == "reduced":  # its orthogonal draws: p d numbers per step
                 n = max(1, min(n, _BLOCK_NUMBERS // (P.p * P.d)))
@@ -157,13 +197,18 @@ def simulate(params, steps, *, seed, n_points=100, spacing="linear", sampler="fu
     n_points : int
         Number of recording times (rounded to whole steps, duplicates dropped).
     spacing : {"linear", "log"}
-    sampler : {"full", "reduced"}
+    sampler : {"full", "reduced", "gaussian", "auto"}
         ``"full"`` draws every input z in R^d (cost O(n_b d (p + k)) per step, the
         batch streamed in chunks of 2 MiB). ``"reduced"`` draws the same Markov
         chain in law from the inputs' projections on span(W, W*) and the exact
         Gaussian law of the rest of the gradient (see
         :func:`tsdyn.largebatch._kernels.reduced_steps`); cost O((n_b + d)(p + k)^2).
         The tests check that both give the same distribution of the overlaps.
+        ``"gaussian"`` (p = k = 1) is not exact: it draws the batch sums of ``reduced``
+        from their central-limit law, with SGD's mean and covariance but no skewness
+        (:func:`tsdyn.largebatch._kernels.gaussian_steps`); cost O(d) per step whatever
+        n_b. ``"auto"``: ``"gaussian"`` from n_b = :data:`GAUSSIAN_MIN_NB` on, else
+        ``"reduced"`` (the Dataset's ``sampler`` attribute names the one used).
 
     Returns
     -------
@@ -185,7 +230,7 @@ def simulate(params, steps, *, seed, n_points=100, spacing="linear", sampler="fu
         if run.halted:
             break
         M[i], Q[i] = run.W @ run.Wstar.T, run.W @ run.W.T
-    return _dataset(P, record, M, Q, run, sampler)
+    return _dataset(P, record, M, Q, run, run.sampler)
 
 
 def _dataset(P, record, M, Q, run, sampler):
