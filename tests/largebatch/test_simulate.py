@@ -248,3 +248,12 @@ def test_auto_sampler_and_its_record():
     np.testing.assert_allclose(ds.Q.values, 1.0, atol=1e-13)  # renormalised as by the others
     with pytest.raises(ValueError, match="sampler 'gaussian' needs p = k = 1"):
         lb.simulate(two, 2, seed=0, sampler="gaussian")
+
+
+def test_gaussian_sampler_refuses_what_its_quadrature_cannot_do():
+    """The central-limit sampler's quadrature is exact only for polynomial sigma and h*: "gaussian"
+    refuses the others, and "auto" keeps the exact sampler for them at any batch."""
+    relu = lb.Params(d=64, n0=float(simmod.GAUSSIAN_MIN_NB), gamma0=0.1, target="relu", activation="relu")
+    with pytest.raises(ValueError, match="polynomial activation and target"):
+        lb.simulate(relu, 2, seed=0, sampler="gaussian")
+    assert simmod.resolve_sampler(relu, "auto") == "reduced"

@@ -10,7 +10,8 @@ Two ways of drawing the same step (see :mod:`tsdyn.largebatch.simulate`):
 
 And one that is not exact (``gaussian``, p = k = 1): the batch sums that ``reduced``
 accumulates over n_b samples are drawn from their central-limit Gaussian, whose mean and
-covariance are n_b times one sample's, by quadrature; a step costs O(d), whatever n_b.
+covariance are n_b times one sample's, by quadrature; a step costs O(d + n_nodes^2), whatever
+n_b.
 """
 
 import math
@@ -27,7 +28,7 @@ PROJECTED, SPHERICAL = 0, 1
 
 @njit_reduce
 def accumulate(Wl, Wn, Z, n_cols, xi, act, tgt, loss, sqrt_noise, G, C):
-    """The batch sums of one step, shared by both samplers (Arnaboldi et al., "Setting", g_j).
+    """The batch sums of one step, shared by the two exact samplers (Arnaboldi et al., "Setting", g_j).
 
     For each row z of Z (its first ``n_cols`` entries) the fields are lambda = Wl z and
     nu = Wn z, and F_j = r sigma'(lambda_j) / p is minus the gradient of the loss w.r.t.
@@ -35,8 +36,9 @@ def accumulate(Wl, Wn, Z, n_cols, xi, act, tgt, loss, sqrt_noise, G, C):
     correlation loss 1 - y f, y = h*(nu) + sqrt(noise) xi, f = (1/p) sum_j sigma(lambda_j).
     Then G (p, >= n_cols) += F z and C (p, p) += F F^T unless C is empty. (The residual is
     written inline and the rows indexed in place: with a called function that numba did not
-    inline and a row view per sample, the loop took 56 ns per sample at p = k = 1, now 15.) Full sampler: Wl = W, Wn = W*, z in R^d. Reduced
-    sampler: Wl, Wn = the coordinates of W, W* in the basis of S, z = zeta in R^r.
+    inline and a row view per sample, the loop took 56 ns per sample at p = k = 1, now 15.)
+    Full sampler: Wl = W, Wn = W*, z in R^d. Reduced sampler: Wl, Wn = the coordinates of W, W*
+    in the basis of S, z = zeta in R^r.
     """
     p, k = Wl.shape[0], Wn.shape[0]
     lam, nu, F = np.empty(p), np.empty(k), np.empty(p)

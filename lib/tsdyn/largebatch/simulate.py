@@ -11,7 +11,7 @@ import numpy as np
 import xarray as xr
 
 from .. import __version__, _seeds, _validate
-from . import _kernels
+from . import _kernels, functions
 from .params import ALGORITHMS, LOSSES, Params, record_steps
 
 # One input chunk: 2**18 float64 = 2 MiB, small enough to stay in cache between the
@@ -19,16 +19,18 @@ from .params import ALGORITHMS, LOSSES, Params, record_steps
 _BLOCK_NUMBERS = 2 ** 18
 SAMPLERS = ("full", "reduced", "gaussian", "auto")
 # "auto": the exact "reduced" sampler below this batch size, the central-limit "gaussian" one at
-# and above it (p = k = 1). The Gaussian drops the batch sums' skewness, n_b^-1/2 times a single
-# sample's, and that is large (He3 at m = 0.3: -30 for F zeta_1, 260 for F^2), so the threshold is
-# set by measurement (chapter 2, "The central-limit sampler"; scripts/largebatch_clt_check.py):
-# across the l = 3 noise boundary at d = 128 it moves the delta where half of the runs recover by
-# -0.0015 +- 0.0004 at n_b = 2^17 (the phase diagrams' grid step is 0.125), but by more than 0.01 at
-# 2^15, where its runs also recover faster near the boundary. Below it an exact step (35 ns per
-# sample) is cheap enough for the paper preset.
+# and above it (p = k = 1, polynomial sigma and h*). The Gaussian drops the batch sums' skewness,
+# n_b^-1/2 times a single sample's, and that is large (He3, square loss, m = 0.3: -36 for F zeta_1,
+# 572 for F^2, by quadrature), so the threshold is set by measurement (chapter 2, "The central-limit
+# sampler"; scripts/largebatch_clt_check.py): across the l = 3 noise boundary at d = 128 the delta
+# where half of the runs recover moves by -0.0015 +- 0.0004 at n_b = 2^17 and by about five times
+# as much at 2^15, where the runs near the boundary also recover faster. Below it an exact step
+# (35 ns per sample) is cheap enough for the paper preset.
 GAUSSIAN_MIN_NB = 2 ** 17
 # Gauss-Hermite nodes of the "gaussian" sampler's moments: exact for polynomial sigma, h* with
-# 4 deg F <= 2 * 32 - 1 (deg F <= 15), far beyond the targets used here.
+# 4 deg F <= 2 * 32 - 1 (deg F <= 15; the polynomials of functions.DEGREE give deg F <= 7). For
+# other functions the rule is not exact (relu: moments off by about 3%, a bias that does not fall
+# with n_b), so the sampler refuses them.
 _N_NODES = 32
 
 
@@ -38,17 +40,27 @@ def _hermite_rule(n):
     return x, w / w.sum()
 
 
+def _clt_allowed(params):
+    """Why the central-limit sampler cannot run these params ('' if it can)."""
+    if not params.p == params.k == 1:
+        return f"p = k = 1 (one student unit, one teacher direction); got p={params.p}, k={params.k}"
+    if params.activation not in functions.DEGREE or params.target not in functions.DEGREE:
+        return (f"a polynomial activation and target (one of {tuple(functions.DEGREE)}: its quadrature "
+                f"is exact only for them); got activation={params.activation!r}, target={params.target!r}")
+    return ""
+
+
 def resolve_sampler(params, sampler):
     """The sampler a run uses: ``sampler`` itself, or for ``"auto"`` ``"gaussian"`` when
-    n_b >= :data:`GAUSSIAN_MIN_NB` and p = k = 1, ``"reduced"`` otherwise."""
+    n_b >= :data:`GAUSSIAN_MIN_NB`, p = k = 1 and sigma, h* are polynomials, ``"reduced"``
+    otherwise."""
     if sampler not in SAMPLERS:
         raise ValueError(f"sampler must be one of {SAMPLERS}; got {sampler!r}")
     if sampler == "auto":
-        big = params.n_b >= GAUSSIAN_MIN_NB and params.p == params.k == 1
+        big = params.n_b >= GAUSSIAN_MIN_NB and not _clt_allowed(params)
         return "gaussian" if big else "reduced"
-    if sampler == "gaussian" and not params.p == params.k == 1:
-        raise ValueError(f"sampler 'gaussian' needs p = k = 1 (one student unit, one teacher "
-                         f"direction); got p={params.p}, k={params.k}")
+    if sampler == "gaussian" and _clt_allowed(params):
+        raise ValueError(f"sampler 'gaussian' needs {_clt_allowed(params)}")
     return sampler
 
 
@@ -204,10 +216,10 @@ def simulate(params, steps, *, seed, n_points=100, spacing="linear", sampler="fu
         Gaussian law of the rest of the gradient (see
         :func:`tsdyn.largebatch._kernels.reduced_steps`); cost O((n_b + d)(p + k)^2).
         The tests check that both give the same distribution of the overlaps.
-        ``"gaussian"`` (p = k = 1) is not exact: it draws the batch sums of ``reduced``
+        ``"gaussian"`` (p = k = 1, polynomial sigma and h*) is not exact: it draws the batch sums of ``reduced``
         from their central-limit law, with SGD's mean and covariance but no skewness
-        (:func:`tsdyn.largebatch._kernels.gaussian_steps`); cost O(d) per step whatever
-        n_b. ``"auto"``: ``"gaussian"`` from n_b = :data:`GAUSSIAN_MIN_NB` on, else
+        (:func:`tsdyn.largebatch._kernels.gaussian_steps`); cost O(d + 32^2) per step
+        whatever n_b. ``"auto"``: ``"gaussian"`` from n_b = :data:`GAUSSIAN_MIN_NB` on, else
         ``"reduced"`` (the Dataset's ``sampler`` attribute names the one used).
 
     Returns
