@@ -23,9 +23,10 @@ SAMPLERS = ("full", "reduced", "gaussian", "auto")
 # n_b^-1/2 times a single sample's, and that is large (He3, square loss, m = 0.3: -36 for F zeta_1,
 # 572 for F^2, by quadrature), so the threshold is set by measurement (chapter 2, "The central-limit
 # sampler"; scripts/largebatch_clt_check.py): across the l = 3 noise boundary at d = 128 the delta
-# where half of the runs recover moves by -0.0015 +- 0.0004 at n_b = 2^17 and by about five times
-# as much at 2^15, where the runs near the boundary also recover faster. Below it an exact step
-# (35 ns per sample) is cheap enough for the paper preset.
+# where half of the runs recover moves by about -0.001 at n_b = 2^17 (1% of the phase diagrams' grid
+# step) and several times as much at 2^15, where the runs near the boundary also recover faster;
+# one step at the paper preset's largest noise terms under "auto" matches the exact sampler. Below
+# it an exact step (35 ns per sample) is cheap enough for the paper preset.
 GAUSSIAN_MIN_NB = 2 ** 17
 # Gauss-Hermite nodes of the "gaussian" sampler's moments: exact for polynomial sigma, h* with
 # 4 deg F <= 2 * 32 - 1 (deg F <= 15; the polynomials of functions.DEGREE give deg F <= 7). For
