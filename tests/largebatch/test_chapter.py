@@ -159,15 +159,20 @@ def test_chapter_agreement_figures(glued):
     assert g["root_chk_res_shift_max"] <= g["phase_l2_step"] / 2
     for k in (0, 1):
         assert abs(g[f"root_chk_mu{k}_shift"]) - 2 * g[f"root_chk_mu{k}_shift_se"] <= g["phase_l2_blur"], k
-    # The central-limit sampler (stored check, 128 runs per point and sampler): at the batch from which
-    # "auto" uses it, 2^17, the delta where half of the runs recover moves from the exact sampler's by less
-    # than a fifth of the paper diagrams' grid step (0.125), at two bootstrap errors: the diagrams cannot
-    # show it. Where every run recovers, the two medians of T agree within their 68% intervals, widened
-    # threefold (three combined errors).
-    assert g["clt_runs"] >= 100 and float(g["clt_grid_step"]) >= 0.1
-    assert abs(g["clt_shift_17_value"]) + 2 * g["clt_shift_17_se_value"] < 0.025
-    (ex, ex_lo, ex_hi), (ga, ga_lo, ga_hi) = g["clt_T_exact_values"], g["clt_T_gauss_values"]
-    assert abs(ga - ex) <= 3 * np.hypot(max(ex_hi - ex, ex - ex_lo), max(ga_hi - ga, ga - ga_lo))
+    # The central-limit sampler (stored check, 128 runs per point and sampler). At the batch from which
+    # "auto" uses it, 2^17, the delta where half of the runs recover moves from the exact sampler's by
+    # less than 0.005 at two bootstrap errors (4% of the paper diagrams' grid step, 0.125: they cannot
+    # show it), and by less than at 2^15 (the bias falls as the batch grows, the reason for the
+    # threshold). Where every run recovers the mean times agree within 3 combined standard errors.
+    # One step at the paper preset's largest noise terms under "auto": every |z| < 4 (5 comparisons,
+    # family-wise false-alarm rate 3e-4).
+    assert g["clt_runs"] >= 100
+    s15, s17 = g["clt_shift_15_value"], g["clt_shift_17_value"]
+    assert abs(s17) + 2 * g["clt_shift_17_se_value"] < 0.005
+    assert abs(s15) - 2 * g["clt_shift_15_se_value"] > abs(s17) + 2 * g["clt_shift_17_se_value"]
+    (ex, ex_se), (ga, ga_se) = g["clt_T_exact_values"], g["clt_T_gauss_values"]
+    assert abs(ga - ex) <= 3 * np.hypot(ex_se, ga_se)
+    assert g["clt_one_points"] == 5 and g["clt_one_zmax"] < 4
 
 
 
