@@ -222,9 +222,9 @@ def test_gaussian_sampler_step_has_sgds_mean_and_variance():
     draws the batch sums with the exact mean and covariance, so the mean and variance of m' agree
     with the exact sampler's within z = 4 (two statistics; the variance's error from the fourth
     moment). Power: the same comparison with the batch twice as large is rejected.
-    (Where the noise term is O(1), gamma = 0.5 here, the dropped skewness of the sum of F^2 shows:
-    the mean of m' then differs by 6 standard errors, a reason the chapter uses the sampler only
-    from n_b = 2^17 on, and checks it there.)"""
+    (With a noise term of 0.37, gamma = 0.5 here, the dropped skewness shows: the mean of m' then
+    differs by 6 standard errors. The paper preset's largest noise terms under "auto", 0.15-0.18,
+    come with batches 50-60 times larger; the chapter checks one step there.)"""
     p = lb.Params(d=64, n0=4096.0, mu=0.0, gamma0=0.05, target="he3", activation="he3", m0=0.3)
     exact = one_step_overlaps(p, 4000, seed=1, sampler="reduced")[:, 0, 0]
     clt = one_step_overlaps(p, 4000, seed=2, sampler="gaussian")[:, 0, 0]
