@@ -116,6 +116,18 @@ def apply_step(W, G, scale, gamma, algorithm):
 
 
 @njit
+def finish_step(W, Wstar, G, n_b, gamma, algorithm, eta, s, first):
+    """Step s (0-based) of a block, the batch sum G given: w <- the step with g = G / n_b
+    (:func:`apply_step`), then the first recovery noted. Returns (diverged, first), with first set
+    to s + 1 if ||W W*^T||_F reached ``eta`` at this step and not before (-1 while it has not)."""
+    if not apply_step(W, G, 1.0 / n_b, gamma, algorithm):
+        return True, first
+    if first < 0 and overlap_norm(W, Wstar) >= eta:
+        first = s + 1
+    return False, first
+
+
+@njit
 def full_steps(W, Wstar, Z, xi, n_b, act, tgt, loss, algorithm, gamma, sqrt_noise, eta,
                stop_at_recovery, G):
     """len(Z) // n_b whole SGD steps in place.
@@ -128,12 +140,11 @@ def full_steps(W, Wstar, Z, xi, n_b, act, tgt, loss, algorithm, gamma, sqrt_nois
         G[:] = 0.0
         accumulate_full(W, Wstar, Z[s * n_b:(s + 1) * n_b], xi[s * n_b:(s + 1) * n_b], act, tgt,
                         loss, sqrt_noise, G)
-        if not apply_step(W, G, 1.0 / n_b, gamma, algorithm):
+        diverged, first = finish_step(W, Wstar, G, n_b, gamma, algorithm, eta, s, first)
+        if diverged:
             return s, True, first
-        if first < 0 and overlap_norm(W, Wstar) >= eta:
-            first = s + 1
-            if stop_at_recovery:
-                return s + 1, False, first
+        if stop_at_recovery and first == s + 1:
+            return s + 1, False, first
     return n_steps, False, first
 
 
@@ -240,12 +251,11 @@ def reduced_steps(W, Wstar, zeta, xi, Xi, n_b, act, tgt, loss, algorithm, gamma,
         accumulate_reduced(Wstar, W, L, r, zeta[s * n_b:(s + 1) * n_b], xi[s * n_b:(s + 1) * n_b],
                            act, tgt, loss, sqrt_noise, Gpar, C)
         assemble_reduced(U, r, Gpar, C, Xi[s * p:(s + 1) * p], G)
-        if not apply_step(W, G, 1.0 / n_b, gamma, algorithm):
+        diverged, first = finish_step(W, Wstar, G, n_b, gamma, algorithm, eta, s, first)
+        if diverged:
             return s, True, first
-        if first < 0 and overlap_norm(W, Wstar) >= eta:
-            first = s + 1
-            if stop_at_recovery:
-                return s + 1, False, first
+        if stop_at_recovery and first == s + 1:
+            return s + 1, False, first
     return n_steps, False, first
 
 
@@ -319,10 +329,9 @@ def gaussian_steps(W, Wstar, normals, Xi, n_b, nodes, weights, noise_nodes, nois
             sums[i] = acc
         Gpar[0, 0], Gpar[0, 1], C[0, 0] = sums[0], sums[1], max(sums[2], 0.0)
         assemble_reduced(U, r, Gpar, C, Xi[s:s + 1], G)
-        if not apply_step(W, G, 1.0 / n_b, gamma, algorithm):
+        diverged, first = finish_step(W, Wstar, G, n_b, gamma, algorithm, eta, s, first)
+        if diverged:
             return s, True, first
-        if first < 0 and overlap_norm(W, Wstar) >= eta:
-            first = s + 1
-            if stop_at_recovery:
-                return s + 1, False, first
+        if stop_at_recovery and first == s + 1:
+            return s + 1, False, first
     return normals.shape[0], False, first
