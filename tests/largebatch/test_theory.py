@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tsdyn import largebatch as lb
-from tsdyn.largebatch import theory
+from tsdyn.largebatch import experiments, theory
 
 
 def test_moments_at_zero_overlap_in_closed_form():
@@ -296,3 +296,23 @@ def test_fractional_recovery_time_lies_between_the_steps_around_the_crossing():
     assert np.all((Tf > T - 1) & (Tf <= T))
     loc_f = analysis.local_theta(ds, Tf, ell=2, eta=0.5)[1]
     assert np.max(np.abs(np.diff(loc_f))) < 0.02
+
+
+def test_exact_step_mean_is_finite_at_large_d():
+    """The Gamma((d - 2)/2) rule of the exact one-step mean is built without forming Gamma(shape),
+    which overflows past d ~ 344 (the paper preset's diagrams are at d = 512 and 1024): it matches
+    scipy's generalised Gauss-Laguerre rule where that one works (to rounding), has the law's mean
+    and variance (both equal to the shape) at d = 1024, and the step mean there is finite and
+    converged in the number of nodes."""
+    from scipy.special import gammaln, roots_genlaguerre
+    y, w = theory._gamma_rule(24, 31.0)
+    y_ref, w_ref = roots_genlaguerre(24, 30.0)
+    np.testing.assert_allclose(y, y_ref, rtol=1e-12)
+    np.testing.assert_allclose(w, w_ref * np.exp(-gammaln(31.0)), atol=1e-13)
+    y, w = theory._gamma_rule(40, 511.0)
+    assert w.sum() == pytest.approx(1.0, abs=1e-12)
+    assert (w * y).sum() == pytest.approx(511.0, rel=1e-12)
+    assert (w * y * y).sum() - (w * y).sum() ** 2 == pytest.approx(511.0, rel=1e-9)
+    p = experiments.scaling_params(d=1024, ell=2, mu=0.0, delta=0.5, gamma0=0.15)
+    a = theory.single_sample_step_mean(p, p.m0)
+    assert np.isfinite(a) and a == pytest.approx(theory.single_sample_step_mean(p, p.m0, n_chi=80), rel=1e-10)

@@ -720,16 +720,23 @@ def _step_force(params, m, z1, z2):
     return (y * functions.numpy_derivative(act, lam)[:, 0]).reshape(z1.shape)
 
 
+def _gamma_rule(n, shape):
+    """Nodes y and weights w (summing to 1) of the n-point Gauss rule for the Gamma(shape, 1) law:
+    the generalised Gauss-Laguerre rule of parameter shape - 1, by Golub-Welsch (eigenvalues and
+    first eigenvector components of its Jacobi matrix), so that Gamma(shape) is never formed: it
+    overflows from shape ~ 171 (d ~ 344 here), and the weights of roots_genlaguerre with it."""
+    from scipy.linalg import eigh_tridiagonal
+    a, i = shape - 1.0, np.arange(1, n)
+    y, v = eigh_tridiagonal(2.0 * np.arange(n) + a + 1.0, np.sqrt(i * (i + a)))
+    return y, v[0] ** 2
+
+
 def _step_ratio(params, m, beta, alpha, f2, n_chi):
     """E_X[(m a + s b) / sqrt(a^2 + b^2 + gamma^2 f2 X)], X ~ chi^2_(d-2), elementwise in beta (the
     gradient along w), alpha (along the teacher's orthogonal part) and f2 (the variance factor of
     the orthogonal part): generalised Gauss-Laguerre in X / 2 ~ Gamma((d - 2)/2), n_chi nodes."""
-    from scipy.special import gammaln, roots_genlaguerre
-
     g, s = params.gamma, np.sqrt(1.0 - m * m)
-    kshape = (params.d - 2) / 2.0
-    yk, wk = roots_genlaguerre(n_chi, kshape - 1.0)
-    wk = wk * np.exp(-gammaln(kshape))  # E[h(X)] = sum wk h(2 yk)
+    yk, wk = _gamma_rule(n_chi, (params.d - 2) / 2.0)  # E[h(X)] = sum wk h(2 yk)
     a = np.ones_like(beta) if params.algorithm == "spherical" else 1.0 + g * beta
     b = g * alpha
     num, den2 = m * a + s * b, a * a + b * b
