@@ -1,45 +1,41 @@
-"""The finite-d recursion of chapter 2 against SGD where its fluctuation factor is kept and where it is not.
+"""Chapter 2, Sec. 3: the finite-d recursions of the overlap against SGD, with enough runs to resolve them.
 
 Correlation loss, He2 target and student, mu = 1, delta = 0, gamma0 = 0.2, m0 = 0.2: the mean overlap of
-``--runs`` SGD runs after 60 steps (exact-in-law sampler) against the finite-d recursion, and whether the
-recursion keeps its second-order fluctuation factor (``theory._jensen_factor``; it is left out, step by step,
-where its cumulant series does not converge, and then moves nothing).
+``--runs`` SGD runs after 60 steps (exact-in-law sampler, seeds 10000+) against the theory from the same
+start (``experiments.finite_d_point``): the series recursion (``theory.step_map`` with its second-order
+fluctuation factor, which it leaves out where the factor's cumulant series does not converge), the same with
+the closure for the spread of the runs (``fluctuations=True``), and the exact one-step mean iterated with
+that closure (``method="exact"``, ``--batches`` Monte Carlo batches per step).
 
-    python scripts/largebatch_recursion_gap.py --runs 4096 --points 128:1 128:4 128:0.25 512:0.25 2048:0.25
+    python scripts/largebatch_recursion_gap.py --runs 4096 --batches 100000 --points 128:1 512:0.25 2048:0.25
 
-Each point is d:n0 with n_b = n0 d. Prints SGD (mean and standard error), the recursion and what the
-factor moves it by, the d -> infinity recursion, and the gap SGD - recursion in standard errors.
+Each point is d:n0 with n_b = n0 d. Prints every recursion's gap to SGD, in standard errors of the difference.
 """
 
 import argparse
 
 import numpy as np
 
-from tsdyn import largebatch as lb
-from tsdyn.largebatch import theory
-
-
-def point(d, n0, runs, steps=60, seed=10_000):
-    p = lb.Params(d=d, mu=1.0, delta=0.0, gamma0=0.2, n0=n0, loss="correlation", target="he2",
-                  activation="he2", m0=0.2)
-    sims = [lb.simulate(p, steps, seed=seed + s, n_points=2, sampler="reduced") for s in range(runs)]
-    m = np.array([r.M.values[-1, 0, 0] for r in sims])
-    final = {name: float(theory.dynamics(p, steps, init=sims[0], n_points=2, **kw).M[-1, 0, 0])
-             for name, kw in (("finite", {}), ("no_factor", {"jensen": False}), ("infinite", {"finite_d": False}))}
-    return p.n_b, m.mean(), m.std(ddof=1) / np.sqrt(runs), final
+from tsdyn.largebatch import experiments
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=4096)
-    ap.add_argument("--points", nargs="+", default=["128:1", "128:4", "128:0.25", "512:0.25", "2048:0.25"])
+    ap.add_argument("--batches", type=int, default=100_000, help="Monte Carlo batches per step of the exact mean")
+    ap.add_argument("--points", nargs="+", default=["128:1", "512:0.25", "2048:0.25"])
     args = ap.parse_args()
     for spec in args.points:
         d, n0 = spec.split(":")
-        n_b, mean, se, th = point(int(d), float(n0), args.runs)
-        print(f"d={d} n_b={n_b}: SGD {mean:.5f} +- {se:.5f}; recursion {th['finite']:.5f} (the factor "
-              f"moves it by {th['finite'] - th['no_factor']:+.5f}), d->inf {th['infinite']:.5f}; "
-              f"gap {mean - th['finite']:+.5f} = {(mean - th['finite']) / se:+.1f} se", flush=True)
+        r = experiments.finite_d_point(d=int(d), n0=float(n0), runs=args.runs, seed=10_000,
+                                       exact_batches=args.batches)
+        print(f"d={d} n_b={r['n_b']:.0f}: SGD {r['sim']:.5f} +- {r['sim_se']:.5f} (spread {r['sim_sd']:.4f}); "
+              f"d->inf {r['infinite']:.5f}", flush=True)
+        for name, se in (("finite", 0.0), ("no_factor", 0.0), ("finite_closure", 0.0), ("exact", r["exact_se"])):
+            gap = r["sim"] - r[name]
+            extra = f" +- {se:.5f} (Monte Carlo), predicted spread {r['exact_sd']:.4f}" if name == "exact" else ""
+            print(f"    {name:15s} {r[name]:.5f}{extra}; SGD - it = {gap:+.5f} = "
+                  f"{gap / np.hypot(r['sim_se'], se):+.1f} se", flush=True)
 
 
 if __name__ == "__main__":

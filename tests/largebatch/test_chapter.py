@@ -20,6 +20,10 @@ def test_chapter_agreement_figures(glued):
     assert g["finite_max_z"] < 4
     # ... and the d -> infinity form is visibly off at the smallest d (the effect shown).
     assert g["finite_inf_z_small_d"] > g["finite_max_z"]
+    # The exact one-step recursion with the spread closure: within 4 combined standard errors
+    # (SGD's and its own Monte Carlo error) at every size it is computed for (3 at quick scale).
+    assert g["finite_exact_n"] >= 3
+    assert g["finite_exact_max_z"] < 4
     # Time exponents: SGD's fit within 3 standard errors of the same fit made to the
     # deterministic dynamics' own T(d) on the same sizes (nothing fitted to SGD; the
     # pre-asymptotic part at these d is shared). Whether those fits tend to the prediction

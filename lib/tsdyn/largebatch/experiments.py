@@ -203,6 +203,43 @@ def giant_steps_theory(*, d, ell, n0, max_steps=1000):
     return theory.recovery_time(p, m0=p.m0, max_steps=max_steps)
 
 
+def finite_d_params(*, d, n0=1.0):
+    """Params of Sec. 3's finite-d check: correlation loss, He2 target and student, batch n0 d
+    (mu = 1), gamma = 0.2 (delta = 0), start m0 = 0.2."""
+    return Params(d=d, mu=1.0, delta=0.0, gamma0=0.2, n0=n0, loss="correlation", target="he2",
+                  activation="he2", m0=0.2)
+
+
+def finite_d_point(*, d, n0=1.0, runs, seed, steps=60, exact_batches=0):
+    """The overlap after ``steps`` steps of :func:`finite_d_params`: the mean of ``runs`` SGD runs
+    (exact-in-law sampler, seeds ``seed``, ``seed`` + 1, ...) against the theory's recursions from
+    the same start.
+
+    Returns ``sim`` and ``sim_se`` (mean and standard error over the runs), ``sim_sd`` (their spread),
+    the series recursion with finite-d terms (``finite``), the same without its fluctuation factor
+    (``no_factor``), with the spread closure (``finite_closure``), the d -> infinity recursion
+    (``infinite``), and, when ``exact_batches`` > 0, the exact one-step mean iterated with the
+    closure (``exact``, its Monte Carlo error ``exact_se`` and predicted spread ``exact_sd``; nan
+    otherwise). All theory starts from the runs' common start."""
+    import numpy as np
+
+    from .simulate import simulate
+    p = finite_d_params(d=d, n0=n0)
+    sims = [simulate(p, steps, seed=seed + s, n_points=2, sampler="reduced") for s in range(int(runs))]
+    m = np.array([r.M.values[-1, 0, 0] for r in sims])
+    final = lambda **kw: float(theory.dynamics(p, steps, init=sims[0], n_points=2, **kw).M[-1, 0, 0])
+    out = {"n_b": float(p.n_b), "sim": float(m.mean()), "sim_se": float(m.std(ddof=1) / np.sqrt(m.size)),
+           "sim_sd": float(m.std(ddof=1)), "finite": final(), "no_factor": final(jensen=False),
+           "finite_closure": final(fluctuations=True), "infinite": final(finite_d=False),
+           "exact": np.nan, "exact_se": np.nan, "exact_sd": np.nan}
+    if exact_batches:
+        ex = theory.dynamics(p, steps, init=sims[0], n_points=2, method="exact", fluctuations=True,
+                             n_batches=int(exact_batches), seed=int(seed) + 1)
+        out.update(exact=float(ex.M[-1, 0, 0]), exact_se=float(ex.M_mc_se[-1]),
+                   exact_sd=float(np.sqrt(ex.M_var[-1])))
+    return out
+
+
 def one_step_params(*, d, ell, mu, delta, gamma0, n0, m0, variant="projected"):
     """Params of a one-step check: He_ell target and student, batch n0 d^mu, gamma0 d^-delta, start m0."""
     from dataclasses import replace
