@@ -325,9 +325,9 @@ def test_exact_recursion_is_the_mean_of_sgd_where_the_series_is_not():
     gradient within the plane of w and w*, which matter at this d). The exact one-step mean with the
     spread closure (method="exact") is the mean of 1024 SGD runs within 3.5 combined standard errors
     (SGD's and the recursion's own Monte Carlo error, propagated), where the series is more than 4
-    away. (Its predicted spread of the runs, 0.027, is 12% below the measured 0.031 +- 0.001, bootstrap:
-    the runs are skewed, skewness -0.95, which a closure at second order in the spread does not carry;
-    the mean is what is asserted.)"""
+    away. (Its predicted spread of the runs, 0.029, is 7% below the measured 0.031 +- 0.001, bootstrap:
+    the runs are skewed, skewness -0.95, and a closure at second order in the spread drops the skewness
+    term of Var g(m); the mean is what is asserted.)"""
     p = lb.Params(d=128, mu=1.0, delta=0.0, gamma0=0.2, n0=1.0, loss="correlation", target="he2",
                   activation="he2", m0=0.2)
     runs = [lb.simulate(p, 60, seed=500 + s, n_points=2, sampler="reduced") for s in range(1024)]

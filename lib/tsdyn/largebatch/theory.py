@@ -436,9 +436,9 @@ def dynamics(params, steps, *, M0=None, Q0=None, init=None, n_points=100, spacin
     in the normaliser's fluctuations, by Monte Carlo over ``n_batches`` batches per step
     (fresh numbers each step, from ``seed``), with the closure above when
     ``fluctuations=True`` (g' and g'' by differences on common random numbers, s^2 the
-    sampled variance of m'). The Monte Carlo error of the result is propagated through
-    the same linearisation, err_{t+1}^2 = g'^2 err_t^2 + Var m' / n_batches, and returned
-    as ``M_mc_se``. The cost is about n_b n_batches force evaluations per step (three
+    one-step variance of m' over the batches and the chi-square). The Monte Carlo error of
+    the result is propagated through the same linearisation, err_{t+1}^2 = g'^2 err_t^2 +
+    Var_batches(E_X m') / n_batches, and returned as ``M_mc_se``. The cost is about n_b n_batches force evaluations per step (three
     times that with ``fluctuations``), so it is for small and moderate batches, where
     the second-order factor is not enough (the chapter measures where).
 
@@ -546,15 +546,15 @@ def _exact_recursion(params, m, record, fluctuations, n_batches, seed, h=1e-3):
     for i, target in enumerate(record):
         while step < target:
             lo, hi = max(m - h, -1.0), min(m + h, 1.0)
-            mp = _batch_step_samples(params, (lo, m, hi), n_batches, 40, rng)
+            mp, mp2 = _batch_step_samples(params, (lo, m, hi), n_batches, 40, rng, squares=True)
             gm, g0, gp = mp.mean(axis=1)
             g1 = (gp - gm) / (hi - lo)
-            s2 = float(mp[1].var(ddof=1))
+            s2 = float(mp2[1].mean() - g0 * g0)  # Var m' = E_batch[E_X m'^2] - (E m')^2, the chi-square's part included
             if fluctuations:
                 g2 = 2.0 * ((gp - g0) / (hi - m) - (g0 - gm) / (m - lo)) / (hi - lo)
                 g0 = g0 + 0.5 * g2 * var
                 var = g1 * g1 * var + s2
-            err2 = g1 * g1 * err2 + s2 / n_batches
+            err2 = g1 * g1 * err2 + float(mp[1].var(ddof=1)) / n_batches  # the batches' E_X m' are what is sampled
             m = float(np.clip(g0, -1.0, 1.0))
             step += 1
             if np.isinf(t_rec) and abs(m) >= params.eta:
@@ -738,21 +738,27 @@ def batch_step_mean(params, m, *, n_batches=20000, n_chi=40, seed=0):
     return float(mp.mean()), float(mp.std(ddof=1) / np.sqrt(mp.size))
 
 
-def _batch_step_samples(params, ms, n_batches, n_chi, rng):
+def _batch_step_samples(params, ms, n_batches, n_chi, rng, squares=False):
     """E_X[m'] of ``n_batches`` independent batches (:func:`batch_step_mean`), shape (len(ms), n_batches):
-    each batch's Gaussian coordinates are drawn once and used for every start overlap in ``ms``."""
+    each batch's Gaussian coordinates are drawn once and used for every start overlap in ``ms``. With
+    ``squares``, also E_X[m'^2] (same shape), so that the one-step variance keeps the chi-square's part."""
     nb = params.n_b
     per = max(1, 2 ** 21 // nb)  # batches per chunk: about 2M samples in memory
-    out = []
+    out, out2 = [], []
     for start in range(0, n_batches, per):
         n = min(per, n_batches - start)
         z1, z2 = rng.standard_normal((2, n, nb))
-        row = []
+        row, row2 = [], []
         for m in ms:
             F = _step_force(params, m, z1, z2)
-            row.append(_step_ratio(params, m, (F * z1).mean(1), (F * z2).mean(1), (F * F).sum(1) / nb ** 2, n_chi))
+            h, h2 = _step_ratio(params, m, (F * z1).mean(1), (F * z2).mean(1), (F * F).sum(1) / nb ** 2, n_chi,
+                                squares=True)
+            row.append(h)
+            row2.append(h2)
         out.append(row)
-    return np.concatenate(out, axis=1)
+        out2.append(row2)
+    mp = np.concatenate(out, axis=1)
+    return (mp, np.concatenate(out2, axis=1)) if squares else mp
 
 
 def _check_exact_step(params, m, single):
@@ -788,13 +794,16 @@ def _gamma_rule(n, shape):
     return y, v[0] ** 2
 
 
-def _step_ratio(params, m, beta, alpha, f2, n_chi):
+def _step_ratio(params, m, beta, alpha, f2, n_chi, squares=False):
     """E_X[(m a + s b) / sqrt(a^2 + b^2 + gamma^2 f2 X)], X ~ chi^2_(d-2), elementwise in beta (the
     gradient along w), alpha (along the teacher's orthogonal part) and f2 (the variance factor of
-    the orthogonal part): generalised Gauss-Laguerre in X / 2 ~ Gamma((d - 2)/2), n_chi nodes."""
+    the orthogonal part): generalised Gauss-Laguerre in X / 2 ~ Gamma((d - 2)/2), n_chi nodes. With
+    ``squares``, also E_X of the ratio squared."""
     g, s = params.gamma, np.sqrt(1.0 - m * m)
     yk, wk = _gamma_rule(n_chi, (params.d - 2) / 2.0)  # E[h(X)] = sum wk h(2 yk)
     a = np.ones_like(beta) if params.algorithm == "spherical" else 1.0 + g * beta
     b = g * alpha
     num, den2 = m * a + s * b, a * a + b * b
-    return np.sum(num[..., None] / np.sqrt(den2[..., None] + (g * g * f2)[..., None] * (2.0 * yk)) * wk, axis=-1)
+    ratio = num[..., None] / np.sqrt(den2[..., None] + (g * g * f2)[..., None] * (2.0 * yk))
+    mean = np.sum(ratio * wk, axis=-1)
+    return (mean, np.sum(ratio * ratio * wk, axis=-1)) if squares else mean
