@@ -106,6 +106,7 @@ def test_phase_sides_and_edges():
     np.testing.assert_array_equal(off["lower_signed"], [0.0, 0.0])
     off = analysis.edge_offsets(np.array([[0, 0, 0, 0], [1, 1, 1, 1.0]]), ok, deltas)
     assert off["lower"] == np.inf  # row 0: measured nothing, theory something
+    np.testing.assert_array_equal(off["one_sided"], [-1, 0])  # row 0: the theory's region only
     # row 1: measured [0, 0.75] against theory [0.5, 0.75]: signed -0.5 and 0; row 0 nan
     np.testing.assert_array_equal(off["lower_signed"], [np.nan, -0.5])
     np.testing.assert_array_equal(off["upper_signed"], [np.nan, 0.0])

@@ -328,8 +328,8 @@ def test_exact_recursion_is_the_mean_of_sgd_where_the_series_is_not():
     away. (Its predicted spread of the runs, 0.029, is 7% below the measured 0.031 +- 0.001, bootstrap:
     the runs are skewed, skewness -0.95, and a closure at second order in the spread drops the skewness
     term of Var g(m); the mean is what is asserted.)"""
-    p = lb.Params(d=128, mu=1.0, delta=0.0, gamma0=0.2, n0=1.0, loss="correlation", target="he2",
-                  activation="he2", m0=0.2)
+    from tsdyn.largebatch import experiments
+    p = experiments.finite_d_params(d=128, n0=1.0)
     runs = [lb.simulate(p, 60, seed=500 + s, n_points=2, sampler="reduced") for s in range(1024)]
     m = np.array([r.M.values[-1, 0, 0] for r in runs])
     mean, se = m.mean(), m.std(ddof=1) / np.sqrt(m.size)

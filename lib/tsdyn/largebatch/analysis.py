@@ -116,10 +116,12 @@ def edge_offsets(fraction, theory_recovers, deltas):
     Returns ``lower`` / ``upper``: the largest |offset| over the columns (a column where one of the
     two has a learning region and the other none counts as inf; one where neither has, as 0), and
     ``lower_signed`` / ``upper_signed``: the signed offsets per column (nan where either has no
-    learning region), whose mean shows a one-sided bias that the largest |offset| hides."""
+    learning region), whose mean shows a one-sided bias that the largest |offset| hides, and
+    ``one_sided``: per column +1 where only the measurement has a learning region, -1 where only
+    the theory has, 0 otherwise (the columns that make an offset inf)."""
     a = phase_edges(np.asarray(fraction, float) >= 0.5, deltas)
     b = phase_edges(theory_recovers, deltas)
-    out = {}
+    out = {"one_sided": np.isfinite(a[0]).astype(int) - np.isfinite(b[0]).astype(int)}
     for name, x, y in zip(("lower", "upper"), a, b):
         one = np.isnan(x) != np.isnan(y)
         diff = np.where(np.isnan(x) & np.isnan(y), 0.0, np.abs(x - y))

@@ -744,21 +744,19 @@ def _batch_step_samples(params, ms, n_batches, n_chi, rng, squares=False):
     ``squares``, also E_X[m'^2] (same shape), so that the one-step variance keeps the chi-square's part."""
     nb = params.n_b
     per = max(1, 2 ** 21 // nb)  # batches per chunk: about 2M samples in memory
-    out, out2 = [], []
+    rows, rows2 = [[] for _ in ms], [[] for _ in ms]  # per start overlap, one array per chunk
     for start in range(0, n_batches, per):
         n = min(per, n_batches - start)
         z1, z2 = rng.standard_normal((2, n, nb))
-        row, row2 = [], []
-        for m in ms:
+        for j, m in enumerate(ms):
             F = _step_force(params, m, z1, z2)
-            h, h2 = _step_ratio(params, m, (F * z1).mean(1), (F * z2).mean(1), (F * F).sum(1) / nb ** 2, n_chi,
-                                squares=True)
-            row.append(h)
-            row2.append(h2)
-        out.append(row)
-        out2.append(row2)
-    mp = np.concatenate(out, axis=1)
-    return (mp, np.concatenate(out2, axis=1)) if squares else mp
+            res = _step_ratio(params, m, (F * z1).mean(1), (F * z2).mean(1), (F * F).sum(1) / nb ** 2, n_chi,
+                              squares=squares)
+            rows[j].append(res[0] if squares else res)
+            if squares:
+                rows2[j].append(res[1])
+    mp = np.array([np.concatenate(r) for r in rows])
+    return (mp, np.array([np.concatenate(r) for r in rows2])) if squares else mp
 
 
 def _check_exact_step(params, m, single):
