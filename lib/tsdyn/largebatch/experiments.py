@@ -217,7 +217,9 @@ def finite_d_point(*, d, n0=1.0, runs, seed, steps=60, exact_batches=0):
 
     Returns ``sim`` and ``sim_se`` (mean and standard error over the runs), ``sim_sd`` (their spread),
     the series recursion with finite-d terms (``finite``), the same without its fluctuation factor
-    (``no_factor``), with the spread closure (``finite_closure``), the d -> infinity recursion
+    (``no_factor``), with the spread closure (``finite_closure``), the relative sizes of the factor's
+    last kept and first omitted terms at the series' final overlap (``series_kept``, ``series_omitted``:
+    :func:`theory.series_terms`; the factor is on where omitted <= kept / 2), the d -> infinity recursion
     (``infinite``), and, when ``exact_batches`` > 0, the exact one-step mean iterated with the
     closure (``exact``, its Monte Carlo error ``exact_se`` and predicted spread ``exact_sd``; nan
     otherwise). All theory starts from the runs' common start."""
@@ -228,8 +230,11 @@ def finite_d_point(*, d, n0=1.0, runs, seed, steps=60, exact_batches=0):
     sims = [simulate(p, steps, seed=seed + s, n_points=2, sampler="reduced") for s in range(int(runs))]
     m = np.array([r.M.values[-1, 0, 0] for r in sims])
     final = lambda **kw: float(theory.dynamics(p, steps, init=sims[0], n_points=2, **kw).M[-1, 0, 0])
+    series = final()
+    kept, omitted = theory.series_terms(p, np.array([[series]]), np.eye(1))
     out = {"n_b": float(p.n_b), "sim": float(m.mean()), "sim_se": float(m.std(ddof=1) / np.sqrt(m.size)),
-           "sim_sd": float(m.std(ddof=1)), "finite": final(), "no_factor": final(jensen=False),
+           "sim_sd": float(m.std(ddof=1)), "finite": series, "no_factor": final(jensen=False),
+           "series_kept": float(kept[0]), "series_omitted": float(omitted[0]),
            "finite_closure": final(fluctuations=True), "infinite": final(finite_d=False),
            "exact": np.nan, "exact_se": np.nan, "exact_sd": np.nan}
     if exact_batches:
