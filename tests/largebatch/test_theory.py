@@ -159,10 +159,23 @@ def test_exact_quadrature_for_polynomials(act, tgt, loss):
     assert theory._exact_nodes(lb.Params(d=10, target="relu", activation="he2")) is None
 
 
+def test_label_noise_rule_is_exact(monkeypatch):
+    """The normaliser's moments average the label noise xi with a 4-node Gauss-Hermite rule, exact to
+    degree 7 (Y^3 has degree 6 in xi): an 8-node rule gives the same moments to rounding."""
+    from numpy.polynomial.hermite_e import hermegauss
+    p = lb.Params(d=100, target="he3", activation="he2", loss="square", noise=0.5, gamma0=0.3)
+    a = theory.moments(p, np.array([[0.4]]), np.eye(1))["jensen"]
+    x, w = hermegauss(8)
+    monkeypatch.setattr(theory, "_noise_rule", lambda noise: (x, w / w.sum()))
+    b = theory.moments(p, np.array([[0.4]]), np.eye(1))["jensen"]
+    for key in a:
+        np.testing.assert_allclose(a[key], b[key], rtol=1e-10, atol=1e-14)
+
+
 def test_jensen_switch_off_gives_the_plain_ratio_of_means():
     """jensen=False is the ratio of the expected numerators; the correction is small, of
-    relative order gamma^2 E[F^2] / n_b (E[F^2] = 12 at m = 0 for He2: ~1e-3 here; the
-    bound allows 2x for the m-dependence of the moments)."""
+    relative order gamma^2 E[F^2] / n_b (E[F^2] = 12 at m = 0 for He2: ~1e-3 here, 2.4e-4 measured;
+    the bound allows 2x for the m-dependence of the moments)."""
     p = lb.Params(d=256, mu=1.0, gamma0=0.15, target="he2", activation="he2")
     M0 = np.array([[0.3]])
     on = theory.step_map(p, M0, np.eye(1))[0][0, 0]
@@ -176,9 +189,9 @@ def test_normaliser_fluctuations_against_sampled_batches():
     gamma E[F lambda] = 0.28, and the in-plane part of the gradient's fluctuation beside its part along
     w adds 40% to Var q (leaving it out gave Var q 31% low, 28 se, with 40000 batches). F = (nu^2 - 1) lambda
     (normalised He2) is written out here, apart from the library. Tolerance: 4 standard errors of the
-    sampled moments, plus 2% for the terms of second order in the batch's fluctuation that the
-    formulas leave out, of relative size gamma^2 E[F^2 |zeta|^2] / n_b = 0.5% here times a
-    coefficient of order one."""
+    sampled moments, plus 3% for the terms of second order in the batch's fluctuation that the
+    formulas leave out: the in-plane gamma^2 |dG_S|^2 alone adds 1-2% to Var q here (sampled: 3% of
+    the in-plane part), and sampled Var q 3.3% +- 1.1% above the formula in 40000 batches."""
     d, m, g = 512, 0.83, 0.2
     p = lb.Params(d=d, mu=1.0, gamma0=g, target="he2", activation="he2", loss="correlation")
     rng = np.random.default_rng(8)
@@ -196,7 +209,7 @@ def test_normaliser_fluctuations_against_sampled_batches():
     dq, dn = q - q.mean(), num - num.mean()
     for theory_value, products in ((var_q[0], dq * dq), (cov[0, 0], dn * dq)):
         se = products.std() / np.sqrt(products.size)
-        assert abs(theory_value - products.mean()) <= 4 * se + 0.02 * abs(theory_value)
+        assert abs(theory_value - products.mean()) <= 4 * se + 0.03 * abs(theory_value)
 
 
 def test_unknown_spacing_raises():
@@ -224,7 +237,7 @@ def test_polar_rule_at_relu_kinks_against_arc_cosine_closed_forms(m):
 
 @pytest.mark.parametrize("target, p_units", [("abs", 1), ("sign", 1), ("relu", 1), ("he3", 2), ("tanh", 2)])
 def test_polar_rule_converged(target, p_units, monkeypatch):
-    """Square loss, ReLU student (one unit, or two: r = 3), label noise, every moment (F^6
+    """Square loss, ReLU student (one unit, or two: r = 3), label noise, every moment (kappa_3 of Y
     included): doubling the radial and angular nodes and the Gauss-Hermite nodes on the smooth
     direction of a non-polynomial target (tanh, r = 3) changes nothing above 1e-12 (relative)."""
     p = lb.Params(d=100, p=p_units, target=target, activation="relu", loss="square", noise=0.3)
@@ -355,7 +368,7 @@ def test_exact_recursion_is_the_mean_of_sgd_and_the_series_is_off_by_its_next_te
     propagated). The series recursion is a truncated expansion in the normaliser's fluctuations; at this
     batch its error is not negligible (after 60 steps it sits 0.005 above the runs, 5 se of 1024), and
     one step of it is off from the exact one-step mean by no more than its first omitted term
-    (theory.series_terms; measured: about 40% of it at m = 0.83), plus 4 Monte Carlo se.
+    (theory.series_terms; measured: about a sixth of it at m = 0.83), plus 4 Monte Carlo se.
     (The exact closure's predicted spread of the runs, 0.029, is 7% below the measured 0.031 +- 0.001,
     bootstrap: the runs are skewed, skewness -0.95, and a closure at second order in the spread drops
     the skewness term of Var g(m); the mean is what is asserted.)"""

@@ -209,7 +209,9 @@ def moments(params, M, Q, n_nodes=None):
     Returns a dict with ``r`` (rank of Omega) and
     F_lam[i, a] = E[F_i lambda_a], F_nu[i, s] = E[F_i nu_s], F_zeta (p, r) = E[F_i zeta],
     FF[i, j] = E[F_i F_j], FF_z2[i, j] = E[F_i F_j |zeta|^2],
-    FlFl[i, a, j, b] = E[F_i lambda_a F_j lambda_b] (for spherical SGD).
+    FlFl[i, a, j, b] = E[F_i lambda_a F_j lambda_b] (for spherical SGD),
+    and under ``jensen`` the per-unit moments of projected SGD's normaliser (:func:`_jensen_factor`),
+    which depend on params.gamma, d and n_b as well (the mean updated direction and Y below).
     Label noise Delta enters F only through r -> r + sqrt(Delta) xi, so it adds
     Delta E[sigma'_i sigma'_j ...] / p^2 to the second moments.
     """
@@ -256,7 +258,7 @@ def moments(params, M, Q, n_nodes=None):
     xi, wxi = _noise_rule(D)
     Fx = (r0[..., None] + np.sqrt(D) * xi) * ds[..., None]  # (N, p, n_xi)
     Y = 2 * g * Fx * own[..., None] + g * g * (params.d - r) * Fx ** 2 / nb
-    EY, EY2, EY3 = (np.einsum("n,x,njx->j", w, wxi, Y ** k) for k in (1, 2, 3))
+    EY, EY2, EY3 = (np.einsum("n,x,njx->j", w, wxi, Y ** power) for power in (1, 2, 3))
     return {
         "jensen": {
             "X": w @ (F * own),  # E[F_j <w_j + gamma E G_j, zeta>]
@@ -343,10 +345,11 @@ def _jensen_factor(m, A, Qn, Mn, g, d, nb):
 
     Both terms are of relative order gamma^2 / n_b per step; they shift, e.g., the
     stationary overlap by O(1/d) when n_b ~ d. To first order in the batch's fluctuation dG_j,
-    q_j moves by 2 gamma <w_j + gamma E G_j, dG_j> + gamma^2 (the chi-square's fluctuation): the
-    part in S projects on the mean updated direction, not on w_j, which matters once gamma E[F_j lambda_j]
-    is O(1) (at n_b = d = 2048, gamma = 0.2, correlation loss, m = 0.83, Var q is 40% larger than
-    with w_j alone, as sampled batches give it; tests/largebatch/test_theory.py checks it at d = 512).
+    q_j moves by 2 gamma <w_j + gamma E G_j, dG_j> + the fluctuation of the part outside S,
+    gamma^2 sum_nu F_j^2 chi^2_(d-r) / n_b^2: the part in S projects on the mean updated direction,
+    not on w_j, which matters once gamma E[F_j lambda_j] is not small (at n_b = d = 2048, gamma = 0.2,
+    correlation loss, m = 0.83, Var q is 40% larger than with w_j alone, as sampled batches give it;
+    tests/largebatch/test_theory.py checks it at d = 512).
 
     When the correction is used is fixed a priori, by the series itself and not by
     any comparison with simulations: this is an asymptotic expansion in the cumulants
@@ -371,7 +374,11 @@ def _jensen_factor(m, A, Qn, Mn, g, d, nb):
 def _series_terms(m, var_q, Eq, nb):
     """The last kept and the first omitted term of the series in the cumulants of q, (p,) each:
     3/8 Var q / (E q)^2 and |5/16 kappa_3(q)| / (E q)^3, with kappa_3(q) = kappa_3(Y) / n_b^2 from q's
-    first-order fluctuation, the batch mean of Y (:func:`moments`)."""
+    first-order fluctuation, the batch mean of Y (:func:`moments`). That is a proxy for the next
+    order, not all of it: terms of the same order in 1/n_b from the curvature of q in the in-plane
+    fluctuation and from the chi-square's skewness add about 13% to it at d = n_b = 128 (He2,
+    correlation loss, gamma = 0.2), and the expansion's (Var q)^2 term, of opposite sign, is 40% of it
+    there. ``nb`` must be the n_b the moments were computed with."""
     return 3 / 8 * var_q / Eq ** 2, 5 / 16 * np.abs(m["jensen"]["kappa3_Y"]) / nb ** 2 / Eq ** 3
 
 
