@@ -5,7 +5,9 @@ Correlation loss, He2 target and student, mu = 1, delta = 0, gamma0 = 0.2, m0 = 
 start (``experiments.finite_d_point``): the series recursion (``theory.step_map`` with its second-order
 fluctuation factor, which it leaves out where the factor's cumulant series does not converge), the same with
 the closure for the spread of the runs (``fluctuations=True``), and the exact one-step mean iterated with
-that closure (``method="exact"``, ``--batches`` Monte Carlo batches per step).
+that closure (``method="exact"``, ``--batches`` Monte Carlo batches per step), and, with ``--law-batches``, the
+law of the overlap carried whole as a Markov chain (``method="law"``): its mean, spread, the mass in the mirror
+state m < 0 and the spread of the rest, beside the runs'.
 
     python scripts/largebatch_recursion_gap.py --runs 4096 --batches 100000 --points 128:1 512:0.25 2048:0.25
 
@@ -30,20 +32,26 @@ def main():
     ap.add_argument("--points", nargs="+", default=["128:1", "512:0.25", "2048:0.25"])
     ap.add_argument("--seed", type=int, default=10_000, help="first SGD seed (the paper preset's check uses 300)")
     ap.add_argument("--exact-max-nb", type=int, default=None, help="iterate the exact mean only up to this batch")
+    ap.add_argument("--law-batches", type=int, default=0, help="batches per grid point of the law's kernel (0: none)")
     args = ap.parse_args()
     for spec in args.points:
         d, n0 = spec.split(":")
         nb = round(float(n0) * int(d))
         exact = args.batches if args.exact_max_nb is None or nb <= args.exact_max_nb else 0
-        r = experiments.finite_d_point(d=int(d), n0=float(n0), runs=args.runs, seed=args.seed, exact_batches=exact)
+        r = experiments.finite_d_point(d=int(d), n0=float(n0), runs=args.runs, seed=args.seed, exact_batches=exact,
+                                       law_batches=args.law_batches)
         print(f"d={d} n_b={r['n_b']:.0f}: SGD {r['sim']:.5f} +- {r['sim_se']:.5f} (spread {r['sim_sd']:.4f}); "
               f"d->inf {r['infinite']:.5f}; the series' factor: omitted / kept term "
               f"{r['series_omitted'] / r['series_kept']:.2f} (kept where <= 0.5)", flush=True)
-        for name, se in (("finite", 0.0), ("no_factor", 0.0), ("finite_closure", 0.0), ("exact", r["exact_se"])):
-            if not exact and name == "exact":
+        for name, se in (("finite", 0.0), ("no_factor", 0.0), ("finite_closure", 0.0), ("exact", r["exact_se"]),
+                         ("law", r["law_se"])):
+            if np.isnan(r[name]):
                 continue
             gap = r["sim"] - r[name]
             extra = f" +- {se:.5f} (Monte Carlo), predicted spread {r['exact_sd']:.4f}" if name == "exact" else ""
+            if name == "law":
+                extra = (f" +- {se:.5f} (Monte Carlo), spread {r['law_sd']:.4f}, mass below 0 {r['law_neg']:.2e} "
+                         f"(runs {r['sim_neg']:.2e}), spread above 0 {r['law_sd_pos']:.4f} (runs {r['sim_sd_pos']:.4f})")
             print(f"    {name:15s} {r[name]:.5f}{extra}; SGD - it = {gap:+.5f} = "
                   f"{gap / np.hypot(r['sim_se'], se):+.1f} se", flush=True)
 

@@ -210,7 +210,7 @@ def finite_d_params(*, d, n0=1.0):
                   activation="he2", m0=0.2)
 
 
-def finite_d_point(*, d, n0=1.0, runs, seed, steps=60, exact_batches=0):
+def finite_d_point(*, d, n0=1.0, runs, seed, steps=60, exact_batches=0, law_batches=0, law_grid=801):
     """The overlap after ``steps`` steps of :func:`finite_d_params`: the mean of ``runs`` SGD runs
     (exact-in-law sampler, seeds ``seed``, ``seed`` + 1, ...) against the theory's recursions from
     the same start.
@@ -222,7 +222,12 @@ def finite_d_point(*, d, n0=1.0, runs, seed, steps=60, exact_batches=0):
     :func:`theory.series_terms`; the factor is on where omitted <= kept / 2), the d -> infinity recursion
     (``infinite``), and, when ``exact_batches`` > 0, the exact one-step mean iterated with the
     closure (``exact``, its Monte Carlo error ``exact_se`` and predicted spread ``exact_sd``; nan
-    otherwise). All theory starts from the runs' common start."""
+    otherwise), and, when ``law_batches`` > 0, the law of the overlap carried as a Markov chain
+    (``theory.dynamics(method="law")``, ``law_batches`` batches per point of a ``law_grid`` grid): its mean
+    ``law`` with Monte Carlo error ``law_se``, spread ``law_sd``, mass below zero ``law_neg`` (the mirror
+    state of an even target) and spread of the part above zero ``law_sd_pos``; beside them the runs'
+    fraction below zero ``sim_neg`` and spread of those above ``sim_sd_pos``. All theory starts from the
+    runs' common start."""
     import numpy as np
 
     from .simulate import simulate
@@ -236,12 +241,23 @@ def finite_d_point(*, d, n0=1.0, runs, seed, steps=60, exact_batches=0):
            "sim_sd": float(m.std(ddof=1)), "finite": series, "no_factor": final(jensen=False),
            "series_kept": float(kept[0]), "series_omitted": float(omitted[0]),
            "finite_closure": final(fluctuations=True), "infinite": final(finite_d=False),
-           "exact": np.nan, "exact_se": np.nan, "exact_sd": np.nan}
+           "exact": np.nan, "exact_se": np.nan, "exact_sd": np.nan, "sim_neg": float(np.mean(m < 0)),
+           "sim_sd_pos": float(m[m > 0].std(ddof=1)),
+           **dict.fromkeys(("law", "law_se", "law_sd", "law_neg", "law_sd_pos"), np.nan)}
     if exact_batches:
         ex = theory.dynamics(p, steps, init=sims[0], n_points=2, method="exact", fluctuations=True,
                              n_batches=int(exact_batches), seed=int(seed) + 1)
         out.update(exact=float(ex.M[-1, 0, 0]), exact_se=float(ex.M_mc_se[-1]),
                    exact_sd=float(np.sqrt(ex.M_var[-1])))
+    if law_batches:
+        lw = theory.dynamics(p, steps, init=sims[0], n_points=2, method="law", n_batches=int(law_batches),
+                             grid=int(law_grid), seed=int(seed) + 2)
+        P, x = lw.law.values[-1], lw.m.values
+        above = P[x > 0] / P[x > 0].sum()
+        mean_above = above @ x[x > 0]
+        out.update(law=float(lw.M[-1, 0, 0]), law_se=float(lw.M_mc_se[-1]), law_sd=float(np.sqrt(lw.M_var[-1])),
+                   law_neg=float(P[x < 0].sum()),
+                   law_sd_pos=float(np.sqrt(above @ x[x > 0] ** 2 - mean_above ** 2)))
     return out
 
 

@@ -29,7 +29,8 @@ error is not small where the normaliser fluctuates by O(1) from batch to batch
 factor where that series converges (:func:`_jensen_factor`), and
 :func:`single_sample_step_mean` and :func:`batch_step_mean` give the exact one-step
 mean for small batches, where the map can be off by a factor of several;
-``dynamics(method="exact")`` iterates that mean.
+``dynamics(method="exact")`` iterates that mean, and ``dynamics(method="law")`` carries the whole
+law of the overlap across runs as a Markov chain with the exact step's kernel.
 ``finite_d=False`` drops the other finite-size terms as well:
 (d - r) -> d, the intra-batch factor (1 - 1/n_b) -> 1, and E[F F |zeta|^2] / n_b.
 
@@ -463,7 +464,7 @@ def initial_state(params, init=None, M0=None, Q0=None):
 
 def dynamics(params, steps, *, M0=None, Q0=None, init=None, n_points=100, spacing="linear",
              finite_d=True, method="recursion", n_nodes=None, rtol=1e-8, fluctuations=False,
-             jensen=True, n_batches=20000, seed=0):
+             jensen=True, n_batches=20000, seed=0, grid=801):
     """The overlaps' deterministic dynamics for ``steps`` SGD steps.
 
     ``method="recursion"`` iterates :func:`step_map` step by step (the exact
@@ -495,6 +496,16 @@ def dynamics(params, steps, *, M0=None, Q0=None, init=None, n_points=100, spacin
     times that with ``fluctuations``), so it is for small and moderate batches, where
     the second-order factor is not enough (the chapter measures where).
 
+    ``method="law"`` (p = k = 1, no label noise) carries the whole law of the overlap across runs
+    instead of its first two moments: m_t is a Markov chain on [-1, 1], and its one-step kernel
+    is sampled on ``grid`` equally spaced overlaps, ``n_batches`` batches each (:func:`_law_recursion`;
+    the cost, about grid n_batches n_b force evaluations, is paid once, since the kernel does not
+    change with t). ``M`` and ``M_var`` are the law's mean and variance, ``M_mc_se`` the mean's
+    Monte Carlo error, ``law`` (t, m) the probability of each grid point and ``law_groups``
+    (group, t, m) the same from independent quarters of the batches, whose spread over groups divided by 2
+    is the Monte Carlo error of any statistic of the law. It needs no closure,
+    so it also holds where runs are skewed or split between modes.
+
     Returns
     -------
     xarray.Dataset
@@ -512,13 +523,20 @@ def dynamics(params, steps, *, M0=None, Q0=None, init=None, n_points=100, spacin
     Qs = np.full((len(record), p, p), np.nan)
     t_rec = np.inf
     V = np.zeros(len(record))
-    mc_se = None
+    mc_se, law = None, None
     if fluctuations and (p != 1 or k != 1 or method == "ode"):
         raise ValueError("fluctuations=True is for p = k = 1 with method='recursion' or 'exact'")
     if method == "exact":
         Ms[:, 0, 0], V, mc_se, t_rec = _exact_recursion(params, float(M[0, 0]), record, fluctuations,
                                                          n_batches, seed)
         Qs[:] = 1.0
+    elif method == "law":
+        Ms[:, 0, 0], V, mc_se, t_rec, x, P, Pg = _law_recursion(params, float(M[0, 0]), record, grid, n_batches,
+                                                                 seed)
+        Qs[:] = 1.0
+        law = {"law": (("t", "m"), P, {"long_name": "probability of each overlap grid point (method='law')"}),
+               "law_groups": (("group", "t", "m"), Pg, {"long_name": "the law carried by each group's kernel "
+                                                                     "(Monte Carlo error: spread / sqrt(groups))"})}
     elif method == "recursion":
         step, var = 0, 0.0
         for i, target in enumerate(record):
@@ -566,21 +584,24 @@ def dynamics(params, steps, *, M0=None, Q0=None, init=None, n_points=100, spacin
         if len(sol.t_events[0]):
             t_rec = float(sol.t_events[0][0])
     else:
-        raise ValueError(f"method must be 'recursion', 'exact' or 'ode'; got {method!r}")
+        raise ValueError(f"method must be 'recursion', 'exact', 'law' or 'ode'; got {method!r}")
     extra = {} if mc_se is None else {
-        "M_mc_se": (("t",), mc_se, {"long_name": "Monte Carlo standard error of M (method='exact')"})}
+        "M_mc_se": (("t",), mc_se, {"long_name": f"Monte Carlo standard error of M (method={method!r})"})}
+    extra.update(law or {})
     return xr.Dataset(
         {
             **extra,
             "M": (("t", "j", "r"), Ms, {"long_name": "student-teacher overlaps <w_j, w*_r>"}),
             "Q": (("t", "j", "j2"), Qs, {"long_name": "student-student overlaps <w_j, w_l>"}),
             "overlap": (("t",), np.sqrt(np.sum(Ms ** 2, axis=(1, 2))), {"long_name": "||W W*^T||_F"}),
-            "M_var": (("t",), V, {"long_name": "variance of M across runs (fluctuations=True; else 0)"}),
+            "M_var": (("t",), V, {"long_name": "variance of M across runs (fluctuations=True or method='law'; "
+                                                "else 0)"}),
             "t_recovery": ((), t_rec, {"units": "SGD steps"}),
             "recovered": ((), bool(np.isfinite(t_rec))),
         },
         coords={"t": ("t", record.astype(float), {"units": "SGD steps", "samples_per_step": params.n_b}),
-                "j": np.arange(p), "j2": np.arange(p), "r": np.arange(k)},
+                "j": np.arange(p), "j2": np.arange(p), "r": np.arange(k),
+                **({} if law is None else {"m": ("m", x, {"long_name": "overlap grid of the law"})})},
         attrs={**params.attrs(), "kind": f"theory ({method}, {'finite d' if finite_d else 'd -> inf'}"
                                          f"{', fluctuations' if fluctuations else ''})",
                "tsdyn_version": __version__},
@@ -845,16 +866,90 @@ def _gamma_rule(n, shape):
     return y, v[0] ** 2
 
 
-def _step_ratio(params, m, beta, alpha, f2, n_chi, squares=False):
-    """E_X[(m a + s b) / sqrt(a^2 + b^2 + gamma^2 f2 X)], X ~ chi^2_(d-2), elementwise in beta (the
-    gradient along w), alpha (along the teacher's orthogonal part) and f2 (the variance factor of
-    the orthogonal part): generalised Gauss-Laguerre in X / 2 ~ Gamma((d - 2)/2), n_chi nodes. With
-    ``squares``, also E_X of the ratio squared."""
+def _step_ratio_nodes(params, m, beta, alpha, f2, n_chi):
+    """(m a + s b) / sqrt(a^2 + b^2 + gamma^2 f2 X) at the n_chi nodes of the Gauss rule for X ~ chi^2_(d-2)
+    (generalised Gauss-Laguerre in X / 2 ~ Gamma((d - 2)/2)), elementwise in beta (the gradient along w),
+    alpha (along the teacher's orthogonal part) and f2 (the variance factor of the orthogonal part): the
+    values, shape (..., n_chi), and the rule's weights (n_chi,), summing to 1."""
     g, s = params.gamma, np.sqrt(1.0 - m * m)
     yk, wk = _gamma_rule(n_chi, (params.d - 2) / 2.0)  # E[h(X)] = sum wk h(2 yk)
     a = np.ones_like(beta) if params.algorithm == "spherical" else 1.0 + g * beta
     b = g * alpha
     num, den2 = m * a + s * b, a * a + b * b
-    ratio = num[..., None] / np.sqrt(den2[..., None] + (g * g * f2)[..., None] * (2.0 * yk))
+    return num[..., None] / np.sqrt(den2[..., None] + (g * g * f2)[..., None] * (2.0 * yk)), wk
+
+
+def _step_ratio(params, m, beta, alpha, f2, n_chi, squares=False):
+    """E_X of :func:`_step_ratio_nodes`' ratio, elementwise; with ``squares``, also E_X of the ratio squared."""
+    ratio, wk = _step_ratio_nodes(params, m, beta, alpha, f2, n_chi)
     mean = np.sum(ratio * wk, axis=-1)
     return (mean, np.sum(ratio * ratio * wk, axis=-1)) if squares else mean
+
+
+def _deposit(values, weights, n):
+    """Weights of points in [-1, 1] shared between the two nearest of n equally spaced grid points in
+    proportion to closeness (linear, "cloud in cell"): the mean of the deposited points is kept exactly."""
+    pos = np.clip((values + 1.0) * (0.5 * (n - 1)), 0.0, n - 1.0)
+    j = np.minimum(pos.astype(np.int64), n - 2)
+    frac = pos - j
+    return (np.bincount(j, weights * (1.0 - frac), minlength=n)
+            + np.bincount(j + 1, weights * frac, minlength=n))
+
+
+def _law_kernels(params, grid, n_batches, n_groups, n_chi, rng):
+    """One-step transition matrices of the overlap on ``grid`` (rows: from, columns: to), one per group of
+    n_batches / n_groups batches: row i is the law of m' from m = grid[i], each batch's m' at the chi-square
+    rule's nodes deposited with the rule's weights (:func:`_deposit`). A batch's Gaussian coordinates serve
+    every row (common random numbers: rows vary smoothly with m)."""
+    nb, n = params.n_b, grid.size
+    K = np.zeros((n_groups, n, n))
+    per = max(1, min(2 ** 20 // nb, n_batches // n_groups))
+    for group in range(n_groups):
+        todo = n_batches // n_groups
+        while todo:
+            size = min(per, todo)
+            todo -= size
+            z1, z2 = rng.standard_normal((2, size, nb))
+            for i, m in enumerate(grid):
+                F = _step_force(params, m, z1, z2)
+                v, wk = _step_ratio_nodes(params, m, (F * z1).mean(1), (F * z2).mean(1), (F * F).sum(1) / nb ** 2,
+                                          n_chi)
+                K[group, i] += _deposit(v.ravel(), np.broadcast_to(wk, v.shape).ravel(), n)
+    return K / (n_batches // n_groups)
+
+
+def _law_recursion(params, m, record, grid, n_batches, seed, n_groups=4, n_chi=24):
+    """The law of the overlap on the steps ``record`` (``dynamics(method="law")``): (mean, variance,
+    Monte Carlo standard error of the mean, first step with |mean| >= eta, the grid, the law on the grid per
+    record, and the same carried by each group's kernel, shape (n_groups, records, grid)).
+
+    For p = k = 1 the overlap after a step depends on the past only through the overlap before it (the
+    batch is fresh and the law of the inputs is rotation invariant), so m_t is a Markov chain on [-1, 1].
+    Its one-step kernel is that of :func:`batch_step_mean`, kept whole instead of averaged: sampled over
+    ``n_batches`` batches from each of ``grid`` equally spaced overlaps, in ``n_groups`` independent groups.
+    The law is carried by the average kernel, and the spread of what the groups' own kernels give, divided
+    by sqrt(n_groups), is the Monte Carlo error (of the mean here; of any other statistic from the groups' laws). Nothing is expanded, neither the step nor the spread of the runs: this holds
+    where the runs split between modes or are skewed, which a closure in the first two moments does not.
+    Discretisation: the mean of each deposit is exact; the variance gains at most h^2 / 4 per step (h the
+    grid spacing)."""
+    _check_exact_step(params, m, single=False)
+    _validate.integer("n_batches", n_batches, low=2 * n_groups, doc="Monte Carlo batches per grid point")
+    _validate.integer("grid", grid, low=3, doc="grid points on [-1, 1]")
+    x = np.linspace(-1.0, 1.0, grid)
+    Kg = _law_kernels(params, x, n_batches, n_groups, n_chi, np.random.default_rng(seed))
+    laws = np.vstack([_deposit(np.array([m]), np.ones(1), grid)] * (n_groups + 1))  # average kernel, then groups
+    kernels = [Kg.mean(axis=0), *Kg]
+    n = len(record)
+    out_m, out_v, out_se, out_p = np.empty(n), np.empty(n), np.empty(n), np.empty((n_groups + 1, n, grid))
+    step, t_rec = 0, np.inf
+    for i, target in enumerate(record):
+        while step < target:
+            laws = np.vstack([law @ K for law, K in zip(laws, kernels)])
+            step += 1
+            if np.isinf(t_rec) and abs(laws[0] @ x) >= params.eta:
+                t_rec = float(step)
+        means = laws @ x
+        out_m[i], out_v[i] = means[0], laws[0] @ x ** 2 - means[0] ** 2
+        out_se[i] = means[1:].std(ddof=1) / np.sqrt(n_groups)
+        out_p[:, i] = laws
+    return out_m, out_v, out_se, t_rec, x, out_p[0], out_p[1:]
