@@ -51,7 +51,8 @@ def main():
             extra = f" +- {se:.5f} (Monte Carlo), predicted spread {r['exact_sd']:.4f}" if name == "exact" else ""
             if name == "law":
                 extra = (f" +- {se:.5f} (Monte Carlo), spread {r['law_sd']:.4f}, mass below 0 {r['law_neg']:.2e} "
-                         f"(runs {r['sim_neg']:.2e}), spread above 0 {r['law_sd_pos']:.4f} (runs {r['sim_sd_pos']:.4f})")
+                         f"+- {r['law_neg_se']:.1e} (runs {r['sim_neg']:.2e}), spread above 0 "
+                         f"{r['law_sd_pos']:.4f} +- {r['law_sd_pos_se']:.4f} (runs {r['sim_sd_pos']:.4f})")
             print(f"    {name:15s} {r[name]:.5f}{extra}; SGD - it = {gap:+.5f} = "
                   f"{gap / np.hypot(r['sim_se'], se):+.1f} se", flush=True)
 

@@ -225,8 +225,9 @@ def finite_d_point(*, d, n0=1.0, runs, seed, steps=60, exact_batches=0, law_batc
     otherwise), and, when ``law_batches`` > 0, the law of the overlap carried as a Markov chain
     (``theory.dynamics(method="law")``, ``law_batches`` batches per point of a ``law_grid`` grid): its mean
     ``law`` with Monte Carlo error ``law_se``, spread ``law_sd``, mass below zero ``law_neg`` (the mirror
-    state of an even target) and spread of the part above zero ``law_sd_pos``; beside them the runs'
-    fraction below zero ``sim_neg`` and spread of those above ``sim_sd_pos``. All theory starts from the
+    state of an even target) and spread of the part above zero ``law_sd_pos``, with their Monte Carlo errors
+    ``law_neg_se``, ``law_sd_pos_se``; beside them the runs' fraction below zero ``sim_neg`` and spread of
+    those above ``sim_sd_pos``. All theory starts from the
     runs' common start."""
     import numpy as np
 
@@ -243,7 +244,8 @@ def finite_d_point(*, d, n0=1.0, runs, seed, steps=60, exact_batches=0, law_batc
            "finite_closure": final(fluctuations=True), "infinite": final(finite_d=False),
            "exact": np.nan, "exact_se": np.nan, "exact_sd": np.nan, "sim_neg": float(np.mean(m < 0)),
            "sim_sd_pos": float(m[m > 0].std(ddof=1)),
-           **dict.fromkeys(("law", "law_se", "law_sd", "law_neg", "law_sd_pos"), np.nan)}
+           **dict.fromkeys(("law", "law_se", "law_sd", "law_neg", "law_neg_se", "law_sd_pos", "law_sd_pos_se"),
+                           np.nan)}
     if exact_batches:
         ex = theory.dynamics(p, steps, init=sims[0], n_points=2, method="exact", fluctuations=True,
                              n_batches=int(exact_batches), seed=int(seed) + 1)
@@ -252,12 +254,17 @@ def finite_d_point(*, d, n0=1.0, runs, seed, steps=60, exact_batches=0, law_batc
     if law_batches:
         lw = theory.dynamics(p, steps, init=sims[0], n_points=2, method="law", n_batches=int(law_batches),
                              grid=int(law_grid), seed=int(seed) + 2)
-        P, x = lw.law.values[-1], lw.m.values
-        above = P[x > 0] / P[x > 0].sum()
-        mean_above = above @ x[x > 0]
+        x = lw.m.values
+        below = (x < 0) + 0.5 * (x == 0)  # the grid point at zero counts half on each side
+        laws = np.vstack([lw.law.values[-1], lw.law_groups.values[:, -1]])  # the law, then each group's
+        neg = laws @ below
+        above = laws * (1 - below)
+        mean_above = above @ x / above.sum(axis=1)
+        sd_above = np.sqrt(above @ x ** 2 / above.sum(axis=1) - mean_above ** 2)
+        groups = np.sqrt(len(laws) - 1)
         out.update(law=float(lw.M[-1, 0, 0]), law_se=float(lw.M_mc_se[-1]), law_sd=float(np.sqrt(lw.M_var[-1])),
-                   law_neg=float(P[x < 0].sum()),
-                   law_sd_pos=float(np.sqrt(above @ x[x > 0] ** 2 - mean_above ** 2)))
+                   law_neg=float(neg[0]), law_neg_se=float(neg[1:].std(ddof=1) / groups),
+                   law_sd_pos=float(sd_above[0]), law_sd_pos_se=float(sd_above[1:].std(ddof=1) / groups))
     return out
 
 

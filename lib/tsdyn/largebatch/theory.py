@@ -60,6 +60,8 @@ and converge spectrally. Nothing here draws random numbers or calls the simulati
 """
 
 
+import functools
+
 import numpy as np
 import xarray as xr
 from scipy.integrate import solve_ivp
@@ -502,8 +504,10 @@ def dynamics(params, steps, *, M0=None, Q0=None, init=None, n_points=100, spacin
     the cost, about grid n_batches n_b force evaluations, is paid once, since the kernel does not
     change with t). ``M`` and ``M_var`` are the law's mean and variance, ``M_mc_se`` the mean's
     Monte Carlo error, ``law`` (t, m) the probability of each grid point and ``law_groups``
-    (group, t, m) the same from independent quarters of the batches, whose spread over groups divided by 2
-    is the Monte Carlo error of any statistic of the law. It needs no closure,
+    (group, t, m) the same from 16 independent groups of the batches, whose spread over groups divided
+    by 4 is the Monte Carlo error of any statistic of the law; ``t_recovery`` is the first step at
+    which half of the law has |m| >= eta (the median run's, not the mean's: with an even target the
+    mirror state pulls the mean towards zero). ``grid`` is at most :data:`LAW_MAX_GRID`. It needs no closure,
     so it also holds where runs are skewed or split between modes.
 
     Returns
@@ -524,15 +528,16 @@ def dynamics(params, steps, *, M0=None, Q0=None, init=None, n_points=100, spacin
     t_rec = np.inf
     V = np.zeros(len(record))
     mc_se, law = None, None
-    if fluctuations and (p != 1 or k != 1 or method == "ode"):
-        raise ValueError("fluctuations=True is for p = k = 1 with method='recursion' or 'exact'")
+    if fluctuations and (p != 1 or k != 1 or method not in ("recursion", "exact")):
+        raise ValueError("fluctuations=True is for p = k = 1 with method='recursion' or 'exact' "
+                         "(method='law' carries the whole law)")
     if method == "exact":
         Ms[:, 0, 0], V, mc_se, t_rec = _exact_recursion(params, float(M[0, 0]), record, fluctuations,
                                                          n_batches, seed)
         Qs[:] = 1.0
     elif method == "law":
         Ms[:, 0, 0], V, mc_se, t_rec, x, P, Pg = _law_recursion(params, float(M[0, 0]), record, grid, n_batches,
-                                                                 seed)
+                                                                 seed)  # t_rec: half of the runs recovered
         Qs[:] = 1.0
         law = {"law": (("t", "m"), P, {"long_name": "probability of each overlap grid point (method='law')"}),
                "law_groups": (("group", "t", "m"), Pg, {"long_name": "the law carried by each group's kernel "
@@ -812,23 +817,31 @@ def batch_step_mean(params, m, *, n_batches=20000, n_chi=40, seed=0):
     return float(mp.mean()), float(mp.std(ddof=1) / np.sqrt(mp.size))
 
 
-def _batch_step_samples(params, ms, n_batches, n_chi, rng, squares=False):
-    """E_X[m'] of ``n_batches`` independent batches (:func:`batch_step_mean`), shape (len(ms), n_batches):
-    each batch's Gaussian coordinates are drawn once and used for every start overlap in ``ms``. With
-    ``squares``, also E_X[m'^2] (same shape), so that the one-step variance keeps the chi-square's part."""
+def _batch_sums(params, ms, n_batches, rng, per):
+    """The batch sums of one step for ``n_batches`` independent batches, ``per`` batches at a time: yields
+    (index into ``ms``, m, beta, alpha, f2), arrays over a chunk's batches (beta, alpha the batch-mean gradient
+    along w and along the teacher's orthogonal part, f2 = sum F_i^2 / n_b^2); a chunk's Gaussian coordinates
+    serve every start overlap in ``ms`` (common random numbers)."""
     nb = params.n_b
-    per = max(1, 2 ** 21 // nb)  # batches per chunk: about 2M samples in memory
-    rows, rows2 = [[] for _ in ms], [[] for _ in ms]  # per start overlap, one array per chunk
     for start in range(0, n_batches, per):
         n = min(per, n_batches - start)
         z1, z2 = rng.standard_normal((2, n, nb))
         for j, m in enumerate(ms):
             F = _step_force(params, m, z1, z2)
-            res = _step_ratio(params, m, (F * z1).mean(1), (F * z2).mean(1), (F * F).sum(1) / nb ** 2, n_chi,
-                              squares=squares)
-            rows[j].append(res[0] if squares else res)
-            if squares:
-                rows2[j].append(res[1])
+            yield j, m, (F * z1).mean(1), (F * z2).mean(1), (F * F).sum(1) / nb ** 2
+
+
+def _batch_step_samples(params, ms, n_batches, n_chi, rng, squares=False):
+    """E_X[m'] of ``n_batches`` independent batches (:func:`batch_step_mean`), shape (len(ms), n_batches):
+    each batch's Gaussian coordinates are drawn once and used for every start overlap in ``ms``. With
+    ``squares``, also E_X[m'^2] (same shape), so that the one-step variance keeps the chi-square's part."""
+    per = max(1, 2 ** 21 // params.n_b)  # batches per chunk: about 2M samples in memory
+    rows, rows2 = [[] for _ in ms], [[] for _ in ms]  # per start overlap, one array per chunk
+    for j, m, beta, alpha, f2 in _batch_sums(params, ms, n_batches, rng, per):
+        res = _step_ratio(params, m, beta, alpha, f2, n_chi, squares=squares)
+        rows[j].append(res[0] if squares else res)
+        if squares:
+            rows2[j].append(res[1])
     mp = np.array([np.concatenate(r) for r in rows])
     return (mp, np.array([np.concatenate(r) for r in rows2])) if squares else mp
 
@@ -855,6 +868,7 @@ def _step_force(params, m, z1, z2):
     return (y * functions.numpy_derivative(act, lam)[:, 0]).reshape(z1.shape)
 
 
+@functools.lru_cache(maxsize=64)
 def _gamma_rule(n, shape):
     """Nodes y and weights w (summing to 1) of the n-point Gauss rule for the Gamma(shape, 1) law:
     the generalised Gauss-Laguerre rule of parameter shape - 1, by Golub-Welsch (eigenvalues and
@@ -889,6 +903,8 @@ def _step_ratio(params, m, beta, alpha, f2, n_chi, squares=False):
 def _deposit(values, weights, n):
     """Weights of points in [-1, 1] shared between the two nearest of n equally spaced grid points in
     proportion to closeness (linear, "cloud in cell"): the mean of the deposited points is kept exactly."""
+    if not np.all(np.isfinite(values)):
+        raise ValueError("an overlap after one step is not finite (the step diverged); the law cannot be carried")
     pos = np.clip((values + 1.0) * (0.5 * (n - 1)), 0.0, n - 1.0)
     j = np.minimum(pos.astype(np.int64), n - 2)
     frac = pos - j
@@ -896,57 +912,65 @@ def _deposit(values, weights, n):
             + np.bincount(j + 1, weights * frac, minlength=n))
 
 
-def _law_kernels(params, grid, n_batches, n_groups, n_chi, rng):
-    """One-step transition matrices of the overlap on ``grid`` (rows: from, columns: to), one per group of
-    n_batches / n_groups batches: row i is the law of m' from m = grid[i], each batch's m' at the chi-square
-    rule's nodes deposited with the rule's weights (:func:`_deposit`). A batch's Gaussian coordinates serve
-    every row (common random numbers: rows vary smoothly with m)."""
-    nb, n = params.n_b, grid.size
+def _law_kernels(params, x, per_group, n_groups, n_chi, rng):
+    """One-step transition matrices of the overlap on the grid ``x`` (rows: from, columns: to), one per group
+    of ``per_group`` batches: row i is the law of m' from m = x[i], each batch's m' at the chi-square rule's
+    nodes deposited with the rule's weights (:func:`_deposit`). A batch's Gaussian coordinates serve every
+    row (common random numbers: rows vary smoothly with m)."""
+    n = x.size
     K = np.zeros((n_groups, n, n))
-    per = max(1, min(2 ** 20 // nb, n_batches // n_groups))
+    per = max(1, min(2 ** 21 // params.n_b, 2 ** 22 // n_chi))  # chunk: about 2M samples, 4M ratio values
     for group in range(n_groups):
-        todo = n_batches // n_groups
-        while todo:
-            size = min(per, todo)
-            todo -= size
-            z1, z2 = rng.standard_normal((2, size, nb))
-            for i, m in enumerate(grid):
-                F = _step_force(params, m, z1, z2)
-                v, wk = _step_ratio_nodes(params, m, (F * z1).mean(1), (F * z2).mean(1), (F * F).sum(1) / nb ** 2,
-                                          n_chi)
-                K[group, i] += _deposit(v.ravel(), np.broadcast_to(wk, v.shape).ravel(), n)
-    return K / (n_batches // n_groups)
+        for i, m, beta, alpha, f2 in _batch_sums(params, x, per_group, rng, per):
+            v, wk = _step_ratio_nodes(params, m, beta, alpha, f2, n_chi)
+            K[group, i] += _deposit(v.ravel(), np.broadcast_to(wk, v.shape).ravel(), n)
+    K /= per_group
+    return K
 
 
-def _law_recursion(params, m, record, grid, n_batches, seed, n_groups=4, n_chi=24):
+LAW_MAX_GRID = 4001  # the kernels hold (groups + 1) grid^2 floats: 2 GB at this size with 16 groups
+
+
+def _law_recursion(params, m, record, n_grid, n_batches, seed, n_groups=16, n_chi=24):
     """The law of the overlap on the steps ``record`` (``dynamics(method="law")``): (mean, variance,
-    Monte Carlo standard error of the mean, first step with |mean| >= eta, the grid, the law on the grid per
-    record, and the same carried by each group's kernel, shape (n_groups, records, grid)).
+    Monte Carlo standard error of the mean, first step at which at least half of the law has |m| >= eta,
+    the grid, the law on the grid per record, and the same carried by each group's kernel, shape
+    (n_groups, records, n_grid)).
 
     For p = k = 1 the overlap after a step depends on the past only through the overlap before it (the
-    batch is fresh and the law of the inputs is rotation invariant), so m_t is a Markov chain on [-1, 1].
-    Its one-step kernel is that of :func:`batch_step_mean`, kept whole instead of averaged: sampled over
-    ``n_batches`` batches from each of ``grid`` equally spaced overlaps, in ``n_groups`` independent groups.
-    The law is carried by the average kernel, and the spread of what the groups' own kernels give, divided
-    by sqrt(n_groups), is the Monte Carlo error (of the mean here; of any other statistic from the groups' laws). Nothing is expanded, neither the step nor the spread of the runs: this holds
-    where the runs split between modes or are skewed, which a closure in the first two moments does not.
-    Discretisation: the mean of each deposit is exact; the variance gains at most h^2 / 4 per step (h the
-    grid spacing)."""
+    batch is fresh and the law of the inputs is invariant under rotations that fix w*), so m_t is a Markov
+    chain on [-1, 1]. Its one-step kernel is that of :func:`batch_step_mean`, kept whole instead of
+    averaged: sampled from each of ``n_grid`` equally spaced overlaps, in ``n_groups`` independent groups of
+    n_batches // n_groups batches (the remainder is not drawn). The law is carried by the average kernel;
+    the spread over the groups' own kernels of any statistic of the law, divided by sqrt(n_groups), is its
+    Monte Carlo error (first order in the kernel's noise; returned for the mean). Nothing is expanded,
+    neither the step nor the spread of the runs: this holds where the runs split between modes or are
+    skewed, which a closure in the first two moments does not.
+
+    Discretisation: the chain on the grid is the true chain with the kernel between two grid points replaced
+    by the linear interpolation of their rows. Each deposit keeps the mean exactly and adds at most h^2 / 4
+    (h^2 / 6 on average) to the variance of a step, h the grid spacing, so the grid must satisfy
+    h^2 << 6 s^2 with s^2 the one-step variance where the law sits (at d = 128, n_b = 512, m = 0.95,
+    s^2 = 4.6e-5: 801 points add about 1% to the spread); through the map's curvature g'' the mean moves
+    by at most |g''| h^2 / 8 per step."""
     _check_exact_step(params, m, single=False)
     _validate.integer("n_batches", n_batches, low=2 * n_groups, doc="Monte Carlo batches per grid point")
-    _validate.integer("grid", grid, low=3, doc="grid points on [-1, 1]")
-    x = np.linspace(-1.0, 1.0, grid)
-    Kg = _law_kernels(params, x, n_batches, n_groups, n_chi, np.random.default_rng(seed))
-    laws = np.vstack([_deposit(np.array([m]), np.ones(1), grid)] * (n_groups + 1))  # average kernel, then groups
-    kernels = [Kg.mean(axis=0), *Kg]
+    _validate.integer("grid", n_grid, low=3, doc="grid points on [-1, 1]")
+    if n_grid > LAW_MAX_GRID:
+        raise ValueError(f"grid (grid points on [-1, 1]) must be <= {LAW_MAX_GRID} (memory); got {n_grid}")
+    x = np.linspace(-1.0, 1.0, n_grid)
+    Kg = _law_kernels(params, x, n_batches // n_groups, n_groups, n_chi, np.random.default_rng(seed))
+    kernels = np.concatenate([Kg.mean(axis=0)[None], Kg])  # the average kernel, then the groups'
+    del Kg
+    laws = np.tile(_deposit(np.array([m]), np.ones(1), n_grid), (n_groups + 1, 1))
     n = len(record)
-    out_m, out_v, out_se, out_p = np.empty(n), np.empty(n), np.empty(n), np.empty((n_groups + 1, n, grid))
+    out_m, out_v, out_se, out_p = np.empty(n), np.empty(n), np.empty(n), np.empty((n_groups + 1, n, n_grid))
     step, t_rec = 0, np.inf
     for i, target in enumerate(record):
         while step < target:
-            laws = np.vstack([law @ K for law, K in zip(laws, kernels)])
+            laws = np.einsum("gi,gij->gj", laws, kernels)
             step += 1
-            if np.isinf(t_rec) and abs(laws[0] @ x) >= params.eta:
+            if np.isinf(t_rec) and laws[0][np.abs(x) >= params.eta].sum() >= 0.5:
                 t_rec = float(step)
         means = laws @ x
         out_m[i], out_v[i] = means[0], laws[0] @ x ** 2 - means[0] ** 2
