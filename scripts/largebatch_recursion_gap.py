@@ -22,7 +22,7 @@ import argparse
 
 import numpy as np
 
-from tsdyn.largebatch import experiments
+from tsdyn.largebatch import experiments, theory
 
 
 def main():
@@ -42,7 +42,7 @@ def main():
                                        law_batches=args.law_batches)
         print(f"d={d} n_b={r['n_b']:.0f}: SGD {r['sim']:.5f} +- {r['sim_se']:.5f} (spread {r['sim_sd']:.4f}); "
               f"d->inf {r['infinite']:.5f}; the series' factor: omitted / kept term "
-              f"{r['series_omitted'] / r['series_kept']:.2f} (kept where <= 0.5)", flush=True)
+              f"{r['series_omitted'] / r['series_kept']:.2f} (kept where <= {theory.SERIES_RATIO_MAX})", flush=True)
         for name, se in (("finite", 0.0), ("no_factor", 0.0), ("finite_closure", 0.0), ("exact", r["exact_se"]),
                          ("law", r["law_se"])):
             if np.isnan(r[name]):

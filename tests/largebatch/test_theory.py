@@ -205,7 +205,7 @@ def test_normaliser_fluctuations_against_sampled_batches():
         q.append((1 + g * beta) ** 2 + (g * alpha) ** 2 + g * g * f2 * rng.chisquare(d - 2, beta.size))
     num, q = np.concatenate(num), np.concatenate(q)
     mom = theory.moments(p, np.array([[m]]), np.eye(1))
-    var_q, cov = theory._q_fluctuations(mom, mom["F_nu"], g, d, d)
+    var_q, cov = theory._q_fluctuations(p, mom)
     dq, dn = q - q.mean(), num - num.mean()
     for theory_value, products in ((var_q[0], dq * dq), (cov[0, 0], dn * dq)):
         se = products.std() / np.sqrt(products.size)

@@ -219,7 +219,8 @@ def finite_d_point(*, d, n0=1.0, runs, seed, steps=60, exact_batches=0, law_batc
     the series recursion with finite-d terms (``finite``), the same without its fluctuation factor
     (``no_factor``), with the spread closure (``finite_closure``), the relative sizes of the factor's
     last kept and first omitted terms at the series' final overlap (``series_kept``, ``series_omitted``:
-    :func:`theory.series_terms`; the factor is on where omitted <= kept / 2), the d -> infinity recursion
+    :func:`theory.series_terms`) and whether the map keeps the factor there (``series_factor_on``), the
+    d -> infinity recursion
     (``infinite``), and, when ``exact_batches`` > 0, the exact one-step mean iterated with the
     closure (``exact``, its Monte Carlo error ``exact_se`` and predicted spread ``exact_sd``; nan
     otherwise), and, when ``law_batches`` > 0, the law of the overlap carried as a Markov chain
@@ -241,6 +242,7 @@ def finite_d_point(*, d, n0=1.0, runs, seed, steps=60, exact_batches=0, law_batc
     out = {"n_b": float(p.n_b), "sim": float(m.mean()), "sim_se": float(m.std(ddof=1) / np.sqrt(m.size)),
            "sim_sd": float(m.std(ddof=1)), "finite": series, "no_factor": final(jensen=False),
            "series_kept": float(kept[0]), "series_omitted": float(omitted[0]),
+           "series_factor_on": bool(omitted[0] <= theory.SERIES_RATIO_MAX * kept[0]),
            "finite_closure": final(fluctuations=True), "infinite": final(finite_d=False),
            "exact": np.nan, "exact_se": np.nan, "exact_sd": np.nan, "sim_neg": float(np.mean(m < 0)),
            "sim_sd_pos": float(m[m > 0].std(ddof=1)),

@@ -296,12 +296,10 @@ def step_map(params, M, Q, *, finite_d=True, n_nodes=None, jensen=True):
         Keep the finite-batch fluctuation factor of projected SGD (:func:`_jensen_factor`;
         only with ``finite_d``).
     """
-    g, d, nb = params.gamma, params.d, params.n_b
     m = moments(params, M, Q, n_nodes)
-    A = m["F_nu"]  # A[j, s] = E[F_j nu_s]
     Mn, Qn = _raw(params, m, M, Q, finite_d)
     if params.algorithm == "projected" and finite_d and jensen:
-        Mn = Mn * _jensen_factor(m, A, Qn, Mn, g, d, nb)
+        Mn = Mn * _jensen_factor(params, m, Qn, Mn)
     norms = np.sqrt(np.diag(Qn))
     return Mn / norms[:, None], Qn / np.outer(norms, norms)
 
@@ -337,7 +335,7 @@ def _raw(params, m, M, Q, finite_d=True):
     return Mn, Qn
 
 
-def _jensen_factor(m, A, Qn, Mn, g, d, nb):
+def _jensen_factor(params, m, Qn, Mn):
     """Finite-batch correction of E[(M + gamma a) / sqrt(q)] for projected SGD, (p, k) factors.
 
     q_j = |w_j + gamma G_j|^2 = 1 + 2 gamma beta_j + gamma^2 |G_j|^2 fluctuates from batch to
@@ -363,46 +361,50 @@ def _jensen_factor(m, A, Qn, Mn, g, d, nb):
     correction rather than a diverging one. ``jensen=False`` in :func:`step_map` turns
     the correction off everywhere, to see what it changes.
     """
-    var_q, cov_num_q = _q_fluctuations(m, A, g, d, nb)
+    var_q, cov_num_q = _q_fluctuations(params, m)
     Eq = np.diag(Qn)
-    kept, omitted = _series_terms(m, var_q, Eq, nb)
+    kept, omitted = _series_terms(params, m, var_q, Eq)
     with np.errstate(divide="ignore", invalid="ignore"):
         shift = np.where(Mn != 0, cov_num_q / (2 * Eq[:, None] * Mn), 0.0)
     # Used only where the series visibly converges; otherwise (small batches, heavy-tailed F^2)
     # it is left out, not extrapolated.
-    valid = (omitted <= 0.5 * kept)[:, None]
+    valid = (omitted <= SERIES_RATIO_MAX * kept)[:, None]
     return np.where(valid, 1 + kept[:, None] - shift, 1.0)
 
 
-def _series_terms(m, var_q, Eq, nb):
+SERIES_RATIO_MAX = 0.5  # the factor is kept where its first omitted term is at most this times the last kept
+
+
+def _series_terms(params, m, var_q, Eq):
     """The last kept and the first omitted term of the series in the cumulants of q, (p,) each:
     3/8 Var q / (E q)^2 and |5/16 kappa_3(q)| / (E q)^3, with kappa_3(q) = kappa_3(Y) / n_b^2 from q's
     first-order fluctuation, the batch mean of Y (:func:`moments`). That is a proxy for the next
     order, not all of it: terms of the same order in 1/n_b from the curvature of q in the in-plane
     fluctuation and from the chi-square's skewness add about 13% to it at d = n_b = 128 (He2,
     correlation loss, gamma = 0.2), and the expansion's (Var q)^2 term, of opposite sign, is 40% of it
-    there. ``nb`` must be the n_b the moments were computed with."""
-    return 3 / 8 * var_q / Eq ** 2, 5 / 16 * np.abs(m["jensen"]["kappa3_Y"]) / nb ** 2 / Eq ** 3
+    there."""
+    return 3 / 8 * var_q / Eq ** 2, 5 / 16 * np.abs(m["jensen"]["kappa3_Y"]) / params.n_b ** 2 / Eq ** 3
 
 
 def series_terms(params, M, Q):
     """Relative size of the last kept and the first omitted term of projected SGD's fluctuation
     factor (:func:`_jensen_factor`), per unit, at overlaps (M, Q): (kept, omitted). The factor is used
-    where omitted <= kept / 2; the series' error in m' is then expected to be of the order of
+    where omitted <= :data:`SERIES_RATIO_MAX` kept; the series' error in m' is then expected to be of the order of
     omitted times m'."""
     if params.algorithm != "projected":
         raise ValueError(f"the fluctuation factor is projected SGD's; got algorithm {params.algorithm!r}")
     M, Q = _check_state(params, M, Q)
     m = moments(params, M, Q)
     _, Qraw = _raw(params, m, M, Q)
-    var_q, _ = _q_fluctuations(m, m["F_nu"], params.gamma, params.d, params.n_b)
-    return _series_terms(m, var_q, np.diag(Qraw), params.n_b)
+    var_q, _ = _q_fluctuations(params, m)
+    return _series_terms(params, m, var_q, np.diag(Qraw))
 
 
-def _q_fluctuations(m, A, g, d, nb):
-    """Var q_j (p,) and Cov(M_js + gamma a_js, q_j) (p, k) over batches (projected SGD)."""
-    J = m["jensen"]
-    Dp = d - m["r"]
+def _q_fluctuations(params, m):
+    """Var q_j (p,) and Cov(M_js + gamma a_js, q_j) (p, k) over batches (projected SGD), from the
+    moments ``m`` of :func:`moments` at ``params``."""
+    g, nb, A, J = params.gamma, params.n_b, m["F_nu"], m["jensen"]
+    Dp = params.d - m["r"]
     varX = J["X2"] - J["X"] ** 2
     covXF2 = J["XF2"] - J["X"] * J["F2"]
     ES2sq = nb * J["F4"] + nb * (nb - 1) * J["F2"] ** 2
@@ -439,7 +441,7 @@ def step_variance(params, M, Q):
     varies by 54% of its mean, and this variance is 1.5 times the sampled one (at n_b = d = 2048: 19%,
     and 7% too large). ``dynamics(method="exact", fluctuations=True)`` samples the variance instead.
     """
-    g, d, nb = params.gamma, params.d, params.n_b
+    g, nb = params.gamma, params.n_b
     m = moments(params, M, Q)
     A, J = m["F_nu"], m["jensen"]
     _, Qraw = _raw(params, m, M, Q)
@@ -448,7 +450,7 @@ def step_variance(params, M, Q):
     var_num = g * g * (J["A2"] - A ** 2) / nb
     if params.algorithm != "projected":
         return var_num / Eq
-    var_q, cov_num_q = _q_fluctuations(m, A, g, d, nb)
+    var_q, cov_num_q = _q_fluctuations(params, m)
     return var_num / Eq - num * cov_num_q / Eq ** 2 + num ** 2 * var_q[:, None] / (4 * Eq ** 3)
 
 
@@ -913,18 +915,19 @@ def _deposit(values, weights, n):
 
 
 def _law_kernels(params, x, per_group, n_groups, n_chi, rng):
-    """One-step transition matrices of the overlap on the grid ``x`` (rows: from, columns: to), one per group
-    of ``per_group`` batches: row i is the law of m' from m = x[i], each batch's m' at the chi-square rule's
-    nodes deposited with the rule's weights (:func:`_deposit`). A batch's Gaussian coordinates serve every
-    row (common random numbers: rows vary smoothly with m)."""
+    """One-step transition matrices of the overlap on the grid ``x`` (rows: from, columns: to): the average
+    kernel first, then one per group of ``per_group`` batches. Row i is the law of m' from m = x[i], each
+    batch's m' at the chi-square rule's nodes deposited with the rule's weights (:func:`_deposit`). A batch's
+    Gaussian coordinates serve every row (common random numbers: rows vary smoothly with m)."""
     n = x.size
-    K = np.zeros((n_groups, n, n))
+    K = np.zeros((n_groups + 1, n, n))
     per = max(1, min(2 ** 21 // params.n_b, 2 ** 22 // n_chi))  # chunk: about 2M samples, 4M ratio values
-    for group in range(n_groups):
+    for group in range(1, n_groups + 1):
         for i, m, beta, alpha, f2 in _batch_sums(params, x, per_group, rng, per):
             v, wk = _step_ratio_nodes(params, m, beta, alpha, f2, n_chi)
             K[group, i] += _deposit(v.ravel(), np.broadcast_to(wk, v.shape).ravel(), n)
     K /= per_group
+    K[0] = K[1:].mean(axis=0)
     return K
 
 
@@ -959,9 +962,7 @@ def _law_recursion(params, m, record, n_grid, n_batches, seed, n_groups=16, n_ch
     if n_grid > LAW_MAX_GRID:
         raise ValueError(f"grid (grid points on [-1, 1]) must be <= {LAW_MAX_GRID} (memory); got {n_grid}")
     x = np.linspace(-1.0, 1.0, n_grid)
-    Kg = _law_kernels(params, x, n_batches // n_groups, n_groups, n_chi, np.random.default_rng(seed))
-    kernels = np.concatenate([Kg.mean(axis=0)[None], Kg])  # the average kernel, then the groups'
-    del Kg
+    kernels = _law_kernels(params, x, n_batches // n_groups, n_groups, n_chi, np.random.default_rng(seed))
     laws = np.tile(_deposit(np.array([m]), np.ones(1), n_grid), (n_groups + 1, 1))
     n = len(record)
     out_m, out_v, out_se, out_p = np.empty(n), np.empty(n), np.empty(n), np.empty((n_groups + 1, n, n_grid))
