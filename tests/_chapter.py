@@ -16,10 +16,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 import chapters  # noqa: E402
 
-# DESIGN: a chapter at quick scale runs in at most 3 minutes on 2 cores. The suite runs
-# chapters beside other tests (and a plain `make book` runs two chapters at a time), so allow 2x.
-QUICK_RUNTIME_LIMIT_S = 2 * 180
-
 
 def notebook(stem):
     return ROOT / "book" / f"{stem}.ipynb"
@@ -39,10 +35,6 @@ def glued_fixture(stem):
         return chapters.read_glue(out)
 
     return glued
-
-
-def assert_quick_runtime(glued):
-    assert glued["runtime_s"] < QUICK_RUNTIME_LIMIT_S
 
 
 def assert_fails_in_first_cells(stem, tmp_path, parameters, match):

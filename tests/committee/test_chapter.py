@@ -2,7 +2,7 @@
 
 import pytest
 
-from _chapter import assert_fails_in_first_cells, assert_quick_runtime, glued_fixture
+from _chapter import assert_fails_in_first_cells, glued_fixture
 
 glued = glued_fixture("01_committee")
 
@@ -67,11 +67,6 @@ def test_chapter_agreement_figures(glued):
     assert abs(g["finite_slope"] + 0.5) < 3 * g["finite_slope_se"]
     # ... and the full network's mean gaps equal the sampler's within 3 standard errors.
     assert g["finite_net_max_z"] < 3
-
-
-@pytest.mark.slow
-def test_chapter_runtime_at_quick_scale(glued):
-    assert_quick_runtime(glued)
 
 
 def test_bad_parameter_fails_in_the_first_cells(tmp_path):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from _chapter import assert_fails_in_first_cells, assert_quick_runtime, glued_fixture
+from _chapter import assert_fails_in_first_cells, glued_fixture
 
 glued = glued_fixture("03_dmft")
 
@@ -71,13 +71,6 @@ def test_chapter_agreement_figures(glued):
     # The solver's numerical error is below the plotted differences between batch sizes.
     assert g["conv_gap_dt"] < g["conv_gap_b"] / 3
     assert g["conv_gap_ns"] < g["conv_gap_b"] / 3
-
-
-@pytest.mark.slow
-def test_chapter_runtime_at_quick_scale(glued):
-    """DESIGN: a chapter at quick scale runs in at most 3 minutes on 2 cores (with the rest
-    of the test suite running beside it, allow 2x)."""
-    assert_quick_runtime(glued)
 
 
 def test_bad_parameter_fails_in_the_first_cells(tmp_path):

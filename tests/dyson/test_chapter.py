@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from _chapter import assert_fails_in_first_cells, assert_quick_runtime, glued_fixture
+from _chapter import assert_fails_in_first_cells, glued_fixture
 
 glued = glued_fixture("04_dyson")
 
@@ -141,11 +141,6 @@ def test_long_column_at_the_paper_length(glued):
     cold = g["long_x_ever_T0"] + g["long_x_ever_T1"]
     hot = g["long_x_ever_T3"] + g["long_x_ever_T4"]
     assert stats.fisher_exact([[cold, 2 * n - cold], [hot, 2 * n - hot]], alternative="greater")[1] < 1e-3
-
-
-@pytest.mark.slow
-def test_chapter_runtime_at_quick_scale(glued):
-    assert_quick_runtime(glued)
 
 
 def test_bad_parameter_fails_in_the_first_cells(tmp_path):

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from _chapter import assert_fails_in_first_cells, assert_quick_runtime, glued_fixture
+from _chapter import assert_fails_in_first_cells, glued_fixture
 
 glued = glued_fixture("02_largebatch")
 
@@ -183,7 +183,6 @@ def test_chapter_agreement_figures(glued):
     assert g["clt_one_points"] == 5 and g["clt_one_zmax"] < 4
 
 
-
 @pytest.mark.slow
 def test_erf_three_regimes(glued):
     """The exact-asymptotics figure (two erf units on two directions, the paper's d = 10^4)."""
@@ -206,11 +205,6 @@ def test_erf_three_regimes(glued):
     # Noise-dominated: the error rises above its start 1/6, and the students end parallel.
     assert g["erf_noise_sim_end"] > 1.2 * (1 / 6)
     assert g["erf_noise_Q12_end"] > 0.95
-
-
-@pytest.mark.slow
-def test_chapter_runtime_at_quick_scale(glued):
-    assert_quick_runtime(glued)
 
 
 def test_bad_parameter_fails_in_the_first_cells(tmp_path):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from _chapter import assert_fails_in_first_cells, assert_quick_runtime, glued_fixture
+from _chapter import assert_fails_in_first_cells, glued_fixture
 
 glued = glued_fixture("05_sparse")
 
@@ -152,11 +152,6 @@ def test_paper_cost_is_measured(glued):
     # on a loaded 2-core machine fluctuate by tens of percent (quick data under load: 0.46).
     assert g["cost_fit_residual"] < 1.0
     assert g["paper_hours_total"] > 0
-
-
-@pytest.mark.slow
-def test_chapter_runtime_at_quick_scale(glued):
-    assert_quick_runtime(glued)
 
 
 def test_bad_parameter_fails_in_the_first_cells(tmp_path):
