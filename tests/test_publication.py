@@ -103,6 +103,7 @@ def _small_book(folder, url):
     nb.cells = [nbformat.v4.new_markdown_cell("# A chapter\n\nWith $x^2$."), nbformat.v4.new_code_cell("1 + 1")]
     nbformat.write(nb, str(folder / "book" / "ch.ipynb"))
     shutil.copytree(ROOT / "_ext", folder / "_ext", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(ROOT / "references.bib", folder / "references.bib")  # _config.yml's bibtex_bibfiles
     proc = subprocess.run([tool("jupyter-book"), "build", "-W", "--path-output", ".", "."],
                           cwd=folder, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
