@@ -39,18 +39,20 @@ def test_chapter_agreement_figures(glued):
     # Simulations vs the 4 n_samples DMFT at every d of the sweep (3 d's against one DMFT
     # reference): below 3.5 standard errors (P(max of 3 |t| > 3.5) < 1% at these dof).
     assert g["gap_loss_max_z"] < 3.5 and g["gap_eg_max_z"] < 3.5
-    # Finite d: the escape at d comes later than at fd_d (the text says so), and C(t_max,
-    # t_max) agrees with the DMFT within 3 standard errors at both d.
-    assert g["esc_lag_between"] > 0
-    # ... and the text: eps_g in the middle of the escape agrees with the DMFT at fd_d (within
-    # 3 combined standard errors) and is higher at d than at fd_d.
+    # Finite d. The text reports the median escape times at d and fd_d without ordering them
+    # (at the paper's sizes the median does not move with d), and says only this: eps_g in the
+    # middle of the escape agrees with the DMFT at fd_d (within 3 combined standard errors) and
+    # is higher at d than at fd_d; C(t_max, t_max) agrees with the DMFT within 3 standard
+    # errors at both d.
+    assert g["esc_d_iqr"] > 0 and g["esc_fd_iqr"] > 0
     se = (g["esc_eg_fd_se"] ** 2 + g["esc_eg_th_se"] ** 2) ** 0.5
     assert abs(g["esc_eg_fd"] - g["esc_eg_th"]) < 3 * se
     assert g["esc_eg_d"] > g["esc_eg_fd"]
     assert g["C_gap_max_z"] < 3
     # The step dependences: Welch t test at the 0.1% level (the DMFT's dmft_seeds solves set
     # the dof; 24 seeds at quick scale gave -0.0576 +- 0.0012 against the simulations'
-    # -0.0588 +- 0.0002, so agreement is the expected outcome)
+    # -0.0588 +- 0.0002). The text reads the glued p as it is: a p of a few per cent is
+    # "not a clean agreement", not a resolved disagreement.
     assert g["C_step_p"] > 1e-3
     # Section 3: on the b t clock the b curves end within a fifth of their spread at equal
     # t; the mini-batch lowers the minimum more than ten times less than the largest ridge.

@@ -1,8 +1,8 @@
 """Parameters of Gaussian-mixture classification trained by (persistent) SGD.
 
-Mignacco, Krzakala, Urbani, Zdeborova (NeurIPS 2020); the notation follows the talk
-(``/work/shared/papers/mignacco-dmft-persistent-sgd-slides.md``) and the derivation
-in ``shared/theory/dmft-persistent-sgd.md``.
+Mignacco, Krzakala, Urbani, Zdeborova (NeurIPS 2020); the notation follows the talk slides
+that present the paper and the derivation in the book's appendix, "Appendix: the dynamical
+mean-field equations of chapter 3" (``book/dmft_derivation.md``).
 """
 
 from dataclasses import asdict, dataclass

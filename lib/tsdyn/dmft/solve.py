@@ -1,8 +1,9 @@
 """Dynamical mean-field theory of (persistent) SGD: the self-consistent effective process.
 
-Derivation ``shared/theory/dmft-persistent-sgd.md`` Secs. 4 and 7 (the talk's "DMFT: the
-equations" slides, with the corrections listed there). Shares only :class:`Params` and the
-model's pointwise functions with the simulation.
+Derivation: the book's "Appendix: the dynamical mean-field equations of chapter 3"
+(``book/dmft_derivation.md``): its continuous-time equations and its discrete scheme (the
+talk's "DMFT: the equations" slides, with the corrections listed there). Shares only
+:class:`Params` and the model's pointwise functions with the simulation.
 """
 
 import math
@@ -74,7 +75,8 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, method="march"
           tol=1e-6, max_iter=200, seed=0, eps=1e-10, threads=1, on_iteration=None):
     """Solve the DMFT equations over Monte Carlo samples: marched in time, or by iteration.
 
-    The effective process (derivation E6, discretised in Sec. 7 with step ``dt``)
+    The effective process (derivation E6, discretised as in the appendix's discrete
+    scheme, with step ``dt``)
 
         theta_{k+1} = theta_k - dt[(lam + lamhat_k) theta_k + sqrt(Delta) s_k Lambda'(y, r_k)
                       - dt sum_{i<k} M_R(k, i) theta_i - xi_k],  xi ~ GP(0, M_C),
@@ -128,7 +130,7 @@ def solve(params, t_max, *, dt=None, n_samples=4000, n_resp=None, method="march"
     pass with the final kernels gives the training loss and accuracy.
 
     At dt = eta these are the d -> infinity equations of the discrete algorithm itself
-    (derivation Sec. 6); for b = 1 or a persistent chain, dt -> 0 is the (stochastic)
+    (the appendix's cavity argument); for b = 1 or a persistent chain, dt -> 0 is the (stochastic)
     gradient flow. With ``tau=None`` and dt < eta the batch chain is the persistent one
     with tau = eta/b.
 
