@@ -39,6 +39,7 @@ def test_chapter_agreement_figures(glued):
     # where at least 68% of the models pass, a hot side below 68%, a crossing bracketed by its bootstrap
     assert g["pub_cold_min"] >= 0.68 > g["pub_hot_fraction"]
     assert g["T_transition_pub_lo"] <= g["T_transition_pub"] <= g["T_transition_pub_hi"]
+    assert g["T_transition_kd_lo"] <= g["T_transition_kd"] <= g["T_transition_kd_hi"]
     # ... and at T >= 1 its verdict is the sign of its V_S (the text's finding): the same for >= 95% of the
     # models there (it must hold for every model with V_S < 0 and K_S >= 0; >= 95% leaves one model in 20
     # with V_S > 0 at the smallest T >= 1 that could still pass on its drift)
@@ -69,6 +70,9 @@ def test_chapter_agreement_figures(glued):
     # only the SGD batches are redrawn; between 317 and 1119 records, where the density no longer
     # matters, that redraw moved the gap by 0.03 (0.31 vs 0.34), so 0.1 is three times that noise
     assert g["dens_ordered_max_dense"] < g["dens_ordered_max_sparse"] - 0.1
+    # "Not all of it, and not only early in the run": at the densest records the ordered gap over the
+    # second half stays above 0.1 in ln S (measured 0.25; the redraw of the batches moves it by ~0.03)
+    assert g["dens_ordered_late_dense"] > 0.1
     # Hot phase, late: the exact Coulomb sum (B.3) in place of (B.5) shrinks the gap (the text's finding;
     # measured 0.45 -> 0.11, on the same ensemble and Brownian paths, so only the drift differs)
     assert abs(g["dens_hot_exact_late_dense"]) < g["dens_hot_late_dense"] - 0.1
@@ -111,10 +115,16 @@ def test_chapter_agreement_figures(glued):
     # "the widest intervals" are those of the largest level
     width = {k: g[f"lev_{k}_end_hi_dense"] - g[f"lev_{k}_end_lo_dense"] for k in ("bottom", "mid", "top")}
     assert width["top"] > max(width["bottom"], width["mid"])
-    # Linear scaling rule at low T: paired differences within 3 standard errors, and the
-    # final-loss distributions not distinguished by the paired KS permutation test at 1%
-    assert g["lsr_z_loss"] < 3 and g["lsr_z_S"] < 3
-    assert g["lsr_ks_p"] > 0.01
+    # Linear scaling rule at low T. The chapter reports the paired deviations from |B| = 1 per batch size
+    # and states the verdict they support; a deviation within three standard errors is reported as "no
+    # difference resolved", never as agreement (at the paper preset the same statistics are 9.2 and 25
+    # s.e., p = 5e-4: a resolved failure at eps = 2, which the quick preset's eps <= 1/2 does not reach)
+    resolved = max(g["lsr_z_loss"], g["lsr_z_S"]) > 3
+    assert g["lsr_verdict"].startswith("the difference is resolved") == resolved
+    assert g["lsr_verdict"].startswith("no difference is resolved") == (not resolved)
+    assert g["lsr_z_loss"] == max(g["lsr_z_loss_B4"], g["lsr_z_loss_B16"])
+    assert g["lsr_z_S"] == max(g["lsr_z_S_B4"], g["lsr_z_S_B16"])
+    assert 0 < g["lsr_ks_p"] <= 1 and 0 < g["lsr_ks_loss"] <= 1
     # ... and broken at T = 1 (eps up to 16): ln S differs by more than 0.5 between batch sizes
     assert g["lsr_hot_dlogS"] > 0.5
     # Spacing ratio: at t = 0 the students' spectra are Wishart matrices: <r> within 3 s.e. of
@@ -141,6 +151,15 @@ def test_long_column_at_the_paper_length(glued):
     cold = g["long_x_ever_T0"] + g["long_x_ever_T1"]
     hot = g["long_x_ever_T3"] + g["long_x_ever_T4"]
     assert stats.fisher_exact([[cold, 2 * n - cold], [hot, 2 * n - hot]], alternative="greater")[1] < 1e-3
+    # The sign convention sets the recipe's hot plateau, not its line: at the paper's length the
+    # sign-invariant descending reading crosses 68% within a factor 1.5 of the recipe (measured 0.41 and
+    # 0.52 on five temperatures a factor 4 apart, so the two crossings lie in the same grid interval),
+    # while at T = 8 it passes for none of the 16 models and the recipe for about half
+    assert 1 / 1.5 < g["long_T_kd"] / g["long_T_pub"] < 1.5
+    assert g["long_kd_hot"] == 0 and 0.2 < g["long_pub_hot"] < 0.8
+    # The half-way temperature of the loss is robust to the training length: from 10 to 1e5 epochs it
+    # moves by less than 15% (measured 0.89 -> 0.83, on the same models and temperatures)
+    assert abs(math.log(g["long_Thalf_first"] / g["long_Thalf_last"])) < math.log(1.15)
 
 
 def test_bad_parameter_fails_in_the_first_cells(tmp_path):
