@@ -530,6 +530,48 @@ def max_stable_eta_linear_scm(K, batch=1, N=None):
     return 2.0 * batch / K / (1.0 + batch * _c_n(N, batch))
 
 
+def rule_deviation_linear_scm(K, x, N, batch):
+    """Relative deviation of a linear SCM's final error from the linear scaling rule.
+
+    At a fixed noise temperature x = eta / B (the learning rate per sample), the
+    N -> infinity error eps_g^* = K x sigma^2 / (2 (2 - K x)) of :func:`eg_star_linear_scm`
+    depends on x only: the rule holds exactly. At finite N the exact mean step adds
+    B c_N = (B + 1) / N to the noise term, so
+
+        eps_g^*(B, N) / eps_g^*(infinity) - 1 = K x (B + 1) / N / (2 - K x - K x (B + 1) / N),
+
+    independent of sigma, linear in B / N for B << N, and infinite at the finite-N
+    stability limit. Returns ``inf`` beyond it.
+    """
+    _validate.integer("K", K, low=1, doc="student hidden units")
+    _validate.real("x", x, low=0.0, low_open=True, doc="noise temperature eta / B")
+    _validate.integer("N", N, low=1, doc="input dimension")
+    _validate.integer("batch", batch, low=1, doc="mini-batch size B")
+    if not K * x < 2.0:
+        raise ValueError(f"K x = {K * x:g} must be < 2 (the N -> infinity stability limit)")
+    excess = K * x * (batch + 1) / N
+    denominator = 2.0 - K * x - excess
+    return math.inf if denominator <= 0 else excess / denominator
+
+
+def critical_batch_linear_scm(K, x, N, tolerance=0.1):
+    """The batch size at which a linear SCM's final error leaves the scaling rule.
+
+    Solves :func:`rule_deviation_linear_scm` = ``tolerance`` for B (a real number):
+
+        B_c = tolerance (2 - K x) N / ((1 + tolerance) K x) - 1,
+
+    proportional to N: the rule breaks only through the finite-N term of the step.
+    """
+    _validate.real("tolerance", tolerance, low=0.0, low_open=True, doc="relative deviation")
+    _validate.integer("N", N, low=1, doc="input dimension")
+    _validate.integer("K", K, low=1, doc="student hidden units")
+    _validate.real("x", x, low=0.0, low_open=True, doc="noise temperature eta / B")
+    if not K * x < 2.0:
+        raise ValueError(f"K x = {K * x:g} must be < 2 (the N -> infinity stability limit)")
+    return tolerance * (2.0 - K * x) * N / ((1.0 + tolerance) * K * x) - 1.0
+
+
 def _c_n(N, B):
     """c_N = (B + 1) / (B N): the finite-N excess of the linear SCM's mean square step
     (see :func:`eg_star_linear_scm`)."""

@@ -1,0 +1,67 @@
+"""The linear scaling rule in the committee machine: at a fixed noise temperature x = eta / B,
+does the batch size drop out of the dynamics counted in samples?"""
+
+import numpy as np
+import pytest
+
+from tsdyn import committee
+
+
+def test_the_ode_depends_on_eta_over_b_only_in_the_sample_clock():
+    """Drift O(eta) per step, noise O(eta^2 / B) per step: per sample, (eta / B) and (eta / B)^2.
+    Three batch sizes at the same eta / B, from the same overlaps, give the same eps_g against
+    samples / N = B t, plateau and escape included."""
+    rng = np.random.default_rng(0)
+    R0 = 1e-3 * rng.standard_normal((2, 2))  # off the symmetric plateau, so that it escapes
+    s = np.linspace(0.0, 60.0, 121)  # samples / N: through the plateau and the escape
+    curves = []
+    for B in (1, 4, 16):
+        p = committee.Params(N=1000, M=2, K=2, eta=0.5 * B, batch=B, sigma=0.1)
+        curves.append(committee.ode(p, t_eval=s / B, R0=R0, rtol=1e-10, atol=1e-12).eg.values)
+    assert np.ptp(curves[0]) > 0.1  # the curve does move: the comparison is not of constants
+    # integration accuracy: rtol 1e-10 amplified by the escape's instability (about e^10 here)
+    for other in curves[1:]:
+        np.testing.assert_allclose(other, curves[0], rtol=1e-5, atol=1e-8)
+
+
+def test_the_rule_breaks_at_finite_n_as_b_over_n_predicts():
+    """Linear SCM at N = 64, x = eta / B = 0.4: the exact finite-N mean step predicts a
+    deviation from the rule of K x (B + 1) / N / (2 - K x - K x (B + 1) / N), 2 % at B = 1 and
+    about 60 % at B = 32. The exact overlap sampler, 16 runs per batch size, measures it."""
+    N, K, x, sigma, n_runs = 64, 2, 0.4, 0.5, 16
+    for B in (1, 32):
+        p = committee.Params(N=N, M=K, K=K, eta=x * B, g="linear", sigma=sigma, batch=B)
+        t_max = 200.0 / B  # 200 samples per input dimension: the error relaxes at rate ~1 per sample/N
+        ends = []
+        for seed in range(n_runs):
+            run = committee.sample_overlaps(p, t_max, seed=1000 * B + seed, n_points=400)
+            ends.append(float(run.eg.where(run.t >= t_max / 4).mean()))
+        rule = committee.eg_star_linear_scm(p)  # N -> infinity: depends on x only
+        measured = np.mean(ends) / rule - 1
+        se = np.std(ends, ddof=1) / np.sqrt(n_runs) / rule
+        predicted = committee.rule_deviation_linear_scm(K, x, N, B)
+        assert abs(measured - predicted) < 3 * se  # statistical: 3 standard errors over 16 runs
+        if B == 32:
+            assert measured > 10 * se  # the rule's breakdown is resolved, not a fluctuation
+
+
+def test_the_critical_batch_grows_with_n():
+    for N in (64, 256, 1024):
+        B_c = committee.critical_batch_linear_scm(2, 0.4, N, tolerance=0.1)
+        assert committee.rule_deviation_linear_scm(2, 0.4, N, 1) < 0.1
+        # B_c is where the deviation crosses the tolerance: check it on the continuous formula
+        excess = 2 * 0.4 * (B_c + 1) / N
+        assert excess / (2 - 0.8 - excess) == pytest.approx(0.1, rel=1e-12)
+    assert committee.critical_batch_linear_scm(2, 0.4, 1024) / committee.critical_batch_linear_scm(
+        2, 0.4, 64) == pytest.approx((0.1 * 1.2 * 1024 / 0.88 - 1) / (0.1 * 1.2 * 64 / 0.88 - 1))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(K=2, x=1.0, N=64, batch=1), r"K x = 2 must be < 2"),
+    (dict(K=2, x=-0.1, N=64, batch=1), r"x"),
+    (dict(K=2, x=0.4, N=0, batch=1), r"N"),
+    (dict(K=2, x=0.4, N=64, batch=0), r"batch"),
+])
+def test_bad_input_is_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        committee.rule_deviation_linear_scm(**kwargs)
