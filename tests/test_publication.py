@@ -2,7 +2,7 @@
 
 The workflow file is validated against GitHub's workflow schema (vendored by
 check-jsonschema, offline) and for what it must do: build with the README's command,
-whose make targets exist, and publish ``_build/html`` with upload-pages-artifact and
+whose make targets exist, run the tests on the chapters just built, and publish ``_build/html`` with upload-pages-artifact and
 deploy-pages. The launch buttons are checked in a small book built like ours (``-W``):
 none while ``repository.url`` is empty, Binder and Colab links once it is set.
 """
@@ -56,6 +56,13 @@ def test_workflow_builds_with_the_readmes_commands_and_publishes_the_html():
     commands = [line.strip() for step in build["steps"] for line in step.get("run", "").splitlines()
                 if line.strip()]
     assert commands[0] == "make book"
+    # the tests run on the chapters just built, before anything is uploaded: a book whose
+    # tests fail is not published (a failing step stops the job)
+    assert commands[1] == "make test"
+    test_step = next(s for s in build["steps"] if s.get("run", "").strip() == "make test")
+    assert test_step["env"]["TSDYN_EXECUTED"] == "_build/stage/book"
+    assert "continue-on-error" not in test_step
+    assert build["steps"].index(test_step) < len(build["steps"]) - 1
     readme = (ROOT / "README.md").read_text()
     for command in commands:
         target = re.fullmatch(r"make ([\w-]+)", command)
