@@ -7,7 +7,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.requirements.stamp
 SCALE ?= quick
-JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+# One chapter at a time: each chapter's sweeps already use every core (process pools), so a
+# second chapter beside it only shares the same cores, and its reported wall time is its own.
+JOBS ?= 1
+# CACHE=0 runs every chapter again instead of reusing the execution cache (_build/exec-cache).
+CACHE ?= 1
+RUN_FLAGS = --scale $(SCALE) --jobs $(JOBS) $(if $(filter 0 no false,$(CACHE)),--no-cache)
 NB ?=
 ARGS ?=
 HTML := _build/html
@@ -21,7 +26,8 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 .PHONY: help venv book chapter stage html check-html params-doc test bench bench-smoke clean distclean
 
 help:
-	@echo "make book        create .venv if needed, run all chapters (SCALE=$(SCALE)) and build $(HTML)"
+	@echo "make book        create .venv if needed, run the chapters (SCALE=$(SCALE), JOBS=$(JOBS) at a time;"
+	@echo "                 unchanged ones are reused from _build/exec-cache, CACHE=0 re-runs all) and build $(HTML)"
 	@echo "make test        run the test suite (pytest -n auto)"
 	@echo "make chapter NB=book/01_committee.ipynb ARGS=\"-p K 6\"   run one chapter into _build/stage"
 	@echo "make check-html  render every chapter page of $(HTML) in headless Chromium and check it"
@@ -38,22 +44,24 @@ $(STAMP): requirements.txt lib/pyproject.toml
 	$(PY) -m pip install -r requirements.txt
 	@touch $@
 
-# Chapters run in parallel; a failed chapter does not stop the others or the build,
-# but makes `make book` fail at the end with the chapters' errors listed again.
+# Chapters run one at a time (JOBS), a chapter unchanged since a cached run is reused
+# (CACHE=0: none is); a failed chapter does not stop the others or the build, but makes
+# `make book` fail at the end with the chapters' errors listed again, after the cost report.
 book: $(STAMP)
 	@status=0; \
-	$(PY) scripts/chapters.py run --scale $(SCALE) --jobs $(JOBS) || status=1; \
+	$(PY) scripts/chapters.py run $(RUN_FLAGS) || status=1; \
 	$(PY) scripts/chapters.py stage || status=1; \
 	rm -rf $(HTML) _build/.doctrees _build/jupyter_execute; \
 	$(VENV)/bin/jupyter-book build -W --keep-going --path-output . _build/stage \
 	  || { echo "jupyter-book build failed"; status=1; }; \
+	if [ -s _build/chapter-costs.txt ]; then echo; cat _build/chapter-costs.txt; fi; \
 	if [ -s _build/chapter-failures.txt ]; then echo; cat _build/chapter-failures.txt; fi; \
 	if [ $$status -ne 0 ]; then echo "make book: FAILED"; else echo "make book: OK, open $(HTML)/index.html"; fi; \
 	exit $$status
 
 chapter: $(STAMP)
 	@test -n "$(NB)" || { echo 'usage: make chapter NB=book/<chapter>.ipynb [ARGS="-p K 6"] [SCALE=quick]'; exit 2; }
-	$(PY) scripts/chapters.py run --scale $(SCALE) $(ARGS) $(NB)
+	$(PY) scripts/chapters.py run $(RUN_FLAGS) $(ARGS) $(NB)
 
 # Rebuild the HTML from what is already staged (no chapter is re-run).
 html: $(STAMP)

@@ -5,16 +5,24 @@ The chapters are committed without outputs; the book is built from executed copi
 ``_build/stage`` (``_config.yml`` says ``execute_notebooks: "off"``). Used by the
 Makefile (``make book``, ``make chapter``) and importable by the tests::
 
-    python scripts/chapters.py run [--scale quick] [--jobs N] [-p NAME VALUE ...] [NB ...]
+    python scripts/chapters.py run [--scale quick] [--jobs N] [--no-cache] [-p NAME VALUE ...] [NB ...]
     python scripts/chapters.py stage
     python scripts/chapters.py params-doc [--check] [NB ...]
     python scripts/chapters.py snapshot EXECUTED_NB OUT_DIR
 
-``run`` executes the given notebooks (default: every notebook chapter of ``_toc.yml``)
-in parallel, one process per chapter, each with its working directory set to the
-notebook's own folder (as in Jupyter opened in ``book/``). It collects failures and
-prints, for each failed chapter, its name and the error with the traceback tail; the
-exit status is the number of failed chapters (capped at 1), so ``make`` stops.
+``run`` executes the given notebooks (default: every notebook chapter of ``_toc.yml``),
+one at a time unless ``--jobs`` says otherwise (a chapter's sweeps already use every
+core), each in its own process with its working directory set to the notebook's own
+folder (as in Jupyter opened in ``book/``). A chapter whose code, parameters, presets
+and library code are those of a run in the execution cache (``scripts/exec_cache.py``,
+``_build/exec-cache``) is not run again: its current notebook is staged with the cached
+outputs, so a prose edit shows without re-running anything. It collects failures and
+prints, for each failed chapter, its name and the error with the traceback tail, then
+the cost report (each chapter: ran or reused, wall time; also in
+``_build/chapter-costs.txt``); the exit status is 1 if a chapter failed, so ``make`` stops.
+
+``stage`` copies the book's other sources beside the executed chapters, then calls
+``collect(stage_dir)`` of ``scripts/headlines.py`` where that module exists.
 
 ``snapshot`` keeps an executed chapter's glued figures (PNG) and numbers (``glue.json``)
 for a page that shows a run the book build does not repeat (the papers' scale).
@@ -37,14 +45,20 @@ import shutil
 import sys
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import exec_cache  # noqa: E402  (scripts/exec_cache.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "_build"
 STAGE = BUILD / "stage"
 FAILURES = BUILD / "chapter-failures.txt"
+COSTS = BUILD / "chapter-costs.txt"  # the last `run`'s cost report (CI prints it)
+CACHE = BUILD / "exec-cache"  # executed chapters, by key (scripts/exec_cache.py)
 KERNEL_NAME = "python3"
 # Inline backend for the kernel, whatever MPLBACKEND the caller has (the Makefile
 # exports Agg for tests and benchmarks; a kernel on Agg would produce no figures).
@@ -307,14 +321,17 @@ def _format_error(exc: BaseException) -> str:
 
 
 def _run_one(nb: str, out: str, parameters: dict, log_output: bool, timeout):
-    """Worker: returns (nb, out, None) or (nb, out, error text). Never raises."""
+    """Worker: returns (nb, out, None or error text, wall seconds). Never raises."""
+    import time
+
+    start = time.perf_counter()
     try:
         execute(nb, out, parameters, cwd=Path(nb).resolve().parent, log_output=log_output,
                 execution_timeout=timeout)
         hide_injected_parameters(out)
-        return nb, out, None
+        return nb, out, None, time.perf_counter() - start
     except BaseException as exc:  # noqa: BLE001 - every failure is reported, not raised
-        return nb, out, _format_error(exc)
+        return nb, out, _format_error(exc), time.perf_counter() - start
 
 
 def hide_injected_parameters(path) -> None:
@@ -335,31 +352,82 @@ def hide_injected_parameters(path) -> None:
         path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
+@dataclass
+class Outcome:
+    """What ``run`` did with one chapter: ``status`` "ran", "reused" or "FAILED"."""
+
+    name: str
+    status: str
+    seconds: float  # wall time of this build's work on the chapter
+    error: str | None = None
+    note: str = ""  # why it ran (what changed), or what the reused run had cost
+
+
 def run(notebooks, *, scale="quick", parameters=None, jobs=None, out_dir=None,
-        log_output=False, timeout=None, stream=sys.stdout) -> list[tuple[str, str]]:
-    """Execute ``notebooks`` in parallel; returns ``[(notebook, error), ...]`` of failures."""
+        log_output=False, timeout=None, cache_dir=CACHE, use_cache=True,
+        stream=sys.stdout) -> list[Outcome]:
+    """Execute ``notebooks`` (``jobs`` at a time), reusing cached runs; returns one Outcome each.
+
+    A chapter whose key (``exec_cache.key``: code cells, parameters, presets, library
+    code...) has an entry in ``cache_dir`` is staged from it without running (unless
+    ``use_cache`` is False); every chapter that runs without error is stored there
+    (``cache_dir=None``: no cache at all). Ends with the cost report (:func:`costs`).
+    """
+    import time
+
     out_dir = Path(out_dir or STAGE)
     params = {"scale": scale, **(parameters or {})}
     notebooks = [Path(nb) for nb in notebooks]
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(notebooks) or 1))
-    failures = []
-    tasks = [(str(nb), str(output_path(nb, out_dir))) for nb in notebooks]
-    print(f"running {len(tasks)} chapter(s) with papermill, {jobs} in parallel, "
-          f"parameters {params}", file=stream, flush=True)
+    outcomes, todo, keys = {}, [], {}
+    for nb in notebooks:
+        name, out = _display_name(nb), output_path(nb, out_dir)
+        if cache_dir is None:
+            todo.append((nb, out, ""))
+            continue
+        start = time.perf_counter()
+        digest, parts = exec_cache.key(nb, params, root=ROOT)
+        keys[name] = (digest, parts)
+        cached = exec_cache.entry(cache_dir, nb, digest)
+        if use_cache and cached.is_file() and exec_cache.restore(cached, nb, out):
+            before = exec_cache.cached_duration(cached)
+            note = f"cached run took {before:.0f} s" if before is not None else ""
+            outcomes[name] = Outcome(name, "reused", time.perf_counter() - start, note=note)
+            print(f"reused  {name} -> {_display_name(out)} (cache; {note})", file=stream, flush=True)
+        else:
+            todo.append((nb, out, exec_cache.why_missed(parts, cached.parent) if use_cache
+                         else "cache bypassed"))
+    jobs = max(1, min(jobs or 1, len(todo) or 1))
+    if todo:
+        print(f"running {len(todo)} chapter(s) with papermill, {jobs} at a time, "
+              f"parameters {params}", file=stream, flush=True)
+    notes = {_display_name(nb): note for nb, _, note in todo}
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(_run_one, nb, out, params, log_output, timeout)
-                   for nb, out in tasks]
+        futures = [pool.submit(_run_one, str(nb), str(out), params, log_output, timeout)
+                   for nb, out, _ in todo]
         for fut in as_completed(futures):
-            nb, out, err = fut.result()
+            nb, out, err, seconds = fut.result()
             name = _display_name(nb)
             if err is None:
-                print(f"ok      {name} -> {_display_name(out)}", file=stream, flush=True)
+                outcomes[name] = Outcome(name, "ran", seconds, note=notes[name])
+                if cache_dir is not None:
+                    exec_cache.store(out, cache_dir, nb, *keys[name])
+                print(f"ok      {name} -> {_display_name(out)} ({seconds:.0f} s)", file=stream, flush=True)
             else:
-                failures.append((name, err))
+                outcomes[name] = Outcome(name, "FAILED", seconds, error=err, note=notes[name])
                 print(f"FAILED  {name} -> {_display_name(out)}", file=stream, flush=True)
-    order = {_display_name(nb): i for i, (nb, _) in enumerate(tasks)}
-    failures.sort(key=lambda f: order.get(f[0], 0))
-    return failures
+    ordered = [outcomes[_display_name(nb)] for nb in notebooks]
+    print("\n" + costs(ordered, jobs=jobs), file=stream, flush=True)
+    return ordered
+
+
+def costs(outcomes, *, jobs=1) -> str:
+    """The cost report: per chapter whether it ran or was reused, and its wall time."""
+    width = max([len(o.name) for o in outcomes] + [7])
+    lines = [f"chapter costs (wall time; {jobs} chapter(s) at a time):"]
+    for o in outcomes:
+        lines.append(f"  {o.name:<{width}}  {o.status:<6}  {o.seconds:7.1f} s" + (f"  ({o.note})" if o.note else ""))
+    lines.append(f"  {'total':<{width}}  {'':<6}  {sum(o.seconds for o in outcomes):7.1f} s")
+    return "\n".join(lines)
 
 
 def _display_name(path) -> str:
@@ -406,6 +474,8 @@ def stage(out_dir=None, root=None) -> Path:
     for nb in missing:
         print(f"warning: no executed copy of {nb.relative_to(root)} in {out_dir}; "
               f"run `python scripts/chapters.py run` first", file=sys.stderr)
+    if Path(__file__).with_name("headlines.py").is_file():  # each chapter's headline figure, for the landing page
+        getattr(__import__("headlines"), "collect", lambda stage_dir: None)(out_dir)
     return out_dir
 
 
@@ -640,8 +710,14 @@ def main(argv=None) -> int:
     p_run.add_argument("notebooks", nargs="*", type=Path,
                        help="chapter notebooks (default: all notebook chapters of _toc.yml)")
     p_run.add_argument("--scale", default="quick", help="preset in params/ (default: quick)")
-    p_run.add_argument("--jobs", "-j", type=int, default=None,
-                       help="chapters run in parallel (default: number of CPUs)")
+    p_run.add_argument("--jobs", "-j", type=int, default=1,
+                       help="chapters run at the same time (default 1: each chapter's sweeps "
+                            "already use every core)")
+    p_run.add_argument("--no-cache", action="store_true",
+                       help="run every chapter even if the execution cache holds its run "
+                            "(the new runs are still stored)")
+    p_run.add_argument("--cache-dir", type=Path, default=CACHE,
+                       help=f"execution cache (default: {CACHE})")
     p_run.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
                        metavar=("NAME", "VALUE"),
                        help="extra parameter (value parsed as number / YAML), repeatable")
@@ -684,13 +760,16 @@ def main(argv=None) -> int:
         print("no notebook chapters in _toc.yml: nothing to run")
         return 0
     params = {name: _parse_value(value) for name, value in args.parameter}
-    failures = run(notebooks, scale=args.scale, parameters=params, jobs=args.jobs,
+    outcomes = run(notebooks, scale=args.scale, parameters=params, jobs=args.jobs,
                    out_dir=args.out, log_output=args.log_output,
-                   timeout=args.timeout or (QUICK_CELL_TIMEOUT_S if args.scale == "quick" else None))
+                   timeout=args.timeout or (QUICK_CELL_TIMEOUT_S if args.scale == "quick" else None),
+                   cache_dir=args.cache_dir, use_cache=not args.no_cache)
+    failures = [(o.name, o.error) for o in outcomes if o.status == "FAILED"]
     text = report(failures)
     if args.out.resolve() == STAGE.resolve():
         FAILURES.parent.mkdir(parents=True, exist_ok=True)
         FAILURES.write_text(text)
+        COSTS.write_text(costs(outcomes, jobs=args.jobs) + "\n")
     if len(notebooks) == 1 and not failures:
         print(output_path(notebooks[0], args.out))
     return 1 if failures else 0

@@ -1,5 +1,6 @@
 """Tests of the notebook pipeline in scripts/chapters.py (papermill runs, glue, toc)."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -155,13 +156,17 @@ def test_run_reports_failed_chapter(tmp_path):
     out = tmp_path / "stage"
     proc = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "chapters.py"), "run", "--jobs", "2",
-         "--out", str(out), "-p", "x", "-0.1", str(good), str(bad)],
+         "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "-p", "x", "-0.1", str(good), str(bad)],
         capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0
     report = proc.stdout.split("chapter(s) failed:")[-1]
     assert "bad_chapter.ipynb" in report
     assert "ValueError: eta must be > 0; got -0.1" in report
     assert "good.ipynb" not in report  # only the failed chapter is reported
+    # the cost report names every chapter, with what was done; only the good one is cached
+    costs = proc.stdout.split("chapter costs")[-1]
+    assert re.search(r"good\.ipynb +ran ", costs) and re.search(r"bad_chapter\.ipynb +FAILED ", costs)
+    assert [p.parent.name for p in (tmp_path / "cache").glob("*/*.ipynb")] == ["good"]
     assert (out / "good.ipynb").exists() and (out / "bad_chapter.ipynb").exists()
     # the cell papermill injects is folded in the book
     injected = [c for c in nbformat.read(str(out / "good.ipynb"), as_version=4).cells
