@@ -1,6 +1,8 @@
 """The dyson chapter runs at quick scale and its glued agreement figures hold."""
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -63,6 +65,11 @@ def test_chapter_agreement_figures(glued):
     # and the bootstrap range brackets the estimate
     assert 0.25 < g["T_transition_loss"] < 4.0
     assert g["T_transition_loss_lo"] <= g["T_transition_loss"] <= g["T_transition_loss_hi"]
+    # The text: the kept paper-scale run (100 models on the same temperatures) puts the same estimator
+    # outside this run's bootstrap range, which resamples only the models (measured 0.905 against
+    # 0.686-0.792): the estimate depends on the ensemble and the seeds, not only on the model
+    kept = json.loads((Path(__file__).resolve().parents[2] / "book" / "paper_runs" / "dyson" / "glue.json").read_text())
+    assert not g["T_transition_loss_lo"] <= kept["T_transition_loss"] <= g["T_transition_loss_hi"]
     # The SDE integration is converged (dt vs dt/2 on the same paths)
     assert g["sde_strong_max"] < 0.01
     # Recording density: with ~7 times more coefficient records the ordered-phase gap in mean ln S falls
