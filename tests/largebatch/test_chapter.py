@@ -215,3 +215,17 @@ def test_bad_parameter_fails_in_the_first_cells(tmp_path):
 def test_bad_parameter_fails_in_the_first_cells_2(tmp_path):
     assert_fails_in_first_cells("02_largebatch", tmp_path, {'eta': 1.5},
                                 r"eta \(weak-recovery threshold\) must be a finite number in \(0.0, 1.0\)")
+
+
+@pytest.mark.slow
+def test_the_text_quotes_the_run(glued):
+    """The captions and the text quote the run's own settings and figures, glued, never parameter names."""
+    g = glued
+    for key in ("headline_fig", "fig_hermite", "fig_recovery_time", "fig_samples", "fig_phase", "fig_variants",
+                "fig_giant_step", "fig_giant_steps", "erf_fig", "fig_overlaps", "fig_finite_d", "fig_clt_check"):
+        assert key in g, key
+    for key in ("cfg_eta", "cfg_dyn_d", "cfg_scaling_seeds", "cfg_phase_seeds", "cfg_l3_gamma0", "cfg_l2_d_range",
+                "cfg_limit_d_lo", "cfg_limit_d_hi"):
+        assert key in g, key
+    # the largest predicted / measured spread of the runs is located (panel and step) where the text says so
+    assert g["spread_hi_panel"] in ("(a)", "(b)", "(d)") and g["spread_hi_step"] >= 1
