@@ -69,6 +69,17 @@ def test_chapter_agreement_figures(glued):
     assert g["finite_net_max_z"] < 3
 
 
+@pytest.mark.slow
+def test_chapter_glues_its_headline_figure(glued):
+    # the landing page and the chapter's opening screen show it (fig-committee-headline);
+    # a glued figure reads back as its text form, matplotlib's "<Figure size ...>"
+    assert str(glued["headline_fig"]).startswith("<Figure")
+    # the values the opening paragraph and captions quote are glued with it
+    assert glued["fig1_N"] > 0 and glued["fig1_seeds"] >= 2
+    # the largest excursion of the mean log-ratio (Fig. 1b) is a number with its error
+    assert glued["fig1_worst_lr_se"] > 0
+
+
 def test_bad_parameter_fails_in_the_first_cells(tmp_path):
     assert_fails_in_first_cells("01_committee", tmp_path, {'K': -1},
                                 r"K \(student hidden units\) must be an integer >= 1; got -1")
