@@ -280,6 +280,33 @@ def fraction_crossing(x, flags, level, *, n_boot=0, seed=0):
     return _bootstrapped(lambda s: crossing(x, s.mean(axis=1), level), a, n_boot, seed)
 
 
+def published_midpoint(x, flags, level, *, n_boot=0, seed=0):
+    """The authors' transition estimate of Fig. 8 (left): the midpoint of the two bracketing grid values.
+
+    Park, Lucini & Aarts (2025), Fig. 8 (left), as their notebook computes it
+    (``empirical_phase.ipynb``: ``t_idx = max(where(f > level)); Tc = (T[t_idx] + T[t_idx+1]) / 2``):
+    the last grid value x_i where the fraction passing *exceeds* ``level``, and the next one,
+    averaged arithmetically. NaN if no value exceeds ``level`` or the last one does.
+    ``flags`` (len(x), n_models) booleans; ``n_boot`` resamples of the models at each x give
+    (x_c, lo, hi) as in :func:`fraction_crossing`. The estimate can only take the midpoints of
+    the grid, so lo and hi are grid midpoints too.
+    """
+    x, a = np.asarray(x, float), np.asarray(flags, float)
+    if a.ndim != 2 or a.shape[0] != len(x):
+        raise ValueError(f"flags must have shape (len(x), n_models) = ({len(x)}, ...); got {a.shape}")
+    _validate.real("level", level, low=0.0, high=1.0, low_open=True, high_open=True, doc="fraction")
+    _validate.integer("n_boot", n_boot, low=0, doc="bootstrap resamples")
+
+    def estimate(s):
+        above = np.flatnonzero(s.mean(axis=1) > level)
+        if above.size == 0 or above[-1] == len(x) - 1:
+            return float("nan")
+        i = above[-1]
+        return float(0.5 * (x[i] + x[i + 1]))
+
+    return _bootstrapped(estimate, a, n_boot, seed)
+
+
 def _bootstrapped(estimate, a, n_boot, seed):
     """(estimate(a), lo, hi): lo, hi the 16% and 84% quantiles of ``estimate`` over ``n_boot``
     resamples of the columns (models) of ``a``, drawn independently in each row; NaN without
