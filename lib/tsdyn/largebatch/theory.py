@@ -296,12 +296,23 @@ def step_map(params, M, Q, *, finite_d=True, n_nodes=None, jensen=True):
         Keep the finite-batch fluctuation factor of projected SGD (:func:`_jensen_factor`;
         only with ``finite_d``).
     """
+    return _map_step(params, M, Q, finite_d, n_nodes, jensen)[:2]
+
+
+def _map_step(params, M, Q, finite_d=True, n_nodes=None, jensen=True):
+    """:func:`step_map`'s (M', Q') and the largest first omitted term of the fluctuation factor's series
+    over the units where that series does not converge (its factor dropped; 0.0 where it converges or
+    is not used): the map's relative error in m' is of that order there (:func:`_jensen_factor`)."""
     m = moments(params, M, Q, n_nodes)
     Mn, Qn = _raw(params, m, M, Q, finite_d)
+    failed = 0.0
     if params.algorithm == "projected" and finite_d and jensen:
-        Mn = Mn * _jensen_factor(params, m, Qn, Mn)
+        factor, kept, omitted = _jensen_factor(params, m, Qn, Mn, terms=True)
+        Mn = Mn * factor
+        bad = omitted > SERIES_RATIO_MAX * kept
+        failed = float(omitted[bad].max()) if bad.any() else 0.0
     norms = np.sqrt(np.diag(Qn))
-    return Mn / norms[:, None], Qn / np.outer(norms, norms)
+    return Mn / norms[:, None], Qn / np.outer(norms, norms), failed
 
 
 def _raw(params, m, M, Q, finite_d=True):
@@ -335,7 +346,7 @@ def _raw(params, m, M, Q, finite_d=True):
     return Mn, Qn
 
 
-def _jensen_factor(params, m, Qn, Mn):
+def _jensen_factor(params, m, Qn, Mn, terms=False):
     """Finite-batch correction of E[(M + gamma a) / sqrt(q)] for projected SGD, (p, k) factors.
 
     q_j = |w_j + gamma G_j|^2 = 1 + 2 gamma beta_j + gamma^2 |G_j|^2 fluctuates from batch to
@@ -369,10 +380,17 @@ def _jensen_factor(params, m, Qn, Mn):
     # Used only where the series visibly converges; otherwise (small batches, heavy-tailed F^2)
     # it is left out, not extrapolated.
     valid = (omitted <= SERIES_RATIO_MAX * kept)[:, None]
-    return np.where(valid, 1 + kept[:, None] - shift, 1.0)
+    factor = np.where(valid, 1 + kept[:, None] - shift, 1.0)
+    return (factor, kept, omitted) if terms else factor
 
 
 SERIES_RATIO_MAX = 0.5  # the factor is kept where its first omitted term is at most this times the last kept
+# Where the series does not converge the map's relative error in m' is of the order of the first omitted
+# term. Once that term reaches 1 the map has no correct digit: its m' may be off by a factor of several
+# (at d = 64, He3, n_b = 8, gamma = 0.3, m = 0.3 the term is 1.2e5 and the map's m' is 15 times too
+# small), so dynamics(method="recursion") does not return it (``series_failure``). Below 1 the factor is
+# dropped as before and the largest such term is reported in the result's attrs.
+SERIES_FAIL = 1.0
 
 
 def _series_terms(params, m, var_q, Eq):
@@ -468,7 +486,7 @@ def initial_state(params, init=None, M0=None, Q0=None):
 
 def dynamics(params, steps, *, M0=None, Q0=None, init=None, n_points=100, spacing="linear",
              finite_d=True, method="recursion", n_nodes=None, rtol=1e-8, fluctuations=False,
-             jensen=True, n_batches=20000, seed=0, grid=801):
+             jensen=True, n_batches=20000, seed=0, grid=801, series_failure="exact"):
     """The overlaps' deterministic dynamics for ``steps`` SGD steps.
 
     ``method="recursion"`` iterates :func:`step_map` step by step (the exact
@@ -510,7 +528,19 @@ def dynamics(params, steps, *, M0=None, Q0=None, init=None, n_points=100, spacin
     by 4 is the Monte Carlo error of any statistic of the law; ``t_recovery`` is the first step at
     which half of the law has |m| >= eta (the median run's, not the mean's: with an even target the
     mirror state pulls the mean towards zero). ``grid`` is at most :data:`LAW_MAX_GRID`. It needs no closure,
-    so it also holds where runs are skewed or split between modes.
+    so it also holds where runs are skewed or split between modes. That ``t_recovery`` is not a first-passage
+    time (the law has no absorbing boundary, and runs that passed eta may fall back); :func:`first_passage`
+    carries the law absorbed at eta and gives the distribution of the first-passage time.
+
+    **Where the step map's series fails** (``method="recursion"``, projected SGD with its fluctuation
+    factor): if at some step the first omitted term of the factor's series (:func:`series_terms`) is larger
+    than :data:`SERIES_FAIL` where the series does not converge, the map has no correct digit there (small
+    batches with heavy-tailed F^2). Then ``series_failure="exact"`` (default) reruns the whole dynamics with
+    ``method="exact"`` (p = k = 1 and no label noise; otherwise it raises), recorded in ``attrs``
+    (``method_used``, ``series_failure_step``, ``series_failure_term``); ``series_failure="raise"`` raises a
+    ``ValueError`` that names ``method="exact"``. Where the series fails by less, the factor is dropped and
+    ``attrs["series_omitted_max"]`` is the largest first omitted term met (0.0 if none): the order of the
+    map's relative error per step.
 
     Returns
     -------
@@ -529,7 +559,7 @@ def dynamics(params, steps, *, M0=None, Q0=None, init=None, n_points=100, spacin
     Qs = np.full((len(record), p, p), np.nan)
     t_rec = np.inf
     V = np.zeros(len(record))
-    mc_se, law = None, None
+    mc_se, law, omitted_max = None, None, 0.0
     if fluctuations and (p != 1 or k != 1 or method not in ("recursion", "exact")):
         raise ValueError("fluctuations=True is for p = k = 1 with method='recursion' or 'exact' "
                          "(method='law' carries the whole law)")
@@ -545,9 +575,17 @@ def dynamics(params, steps, *, M0=None, Q0=None, init=None, n_points=100, spacin
                "law_groups": (("group", "t", "m"), Pg, {"long_name": "the law carried by each group's kernel "
                                                                      "(Monte Carlo error: spread / sqrt(groups))"})}
     elif method == "recursion":
+        if series_failure not in ("exact", "raise"):
+            raise ValueError(f"series_failure must be 'exact' or 'raise'; got {series_failure!r}")
         step, var = 0, 0.0
         for i, target in enumerate(record):
             while step < target:
+                Mn, Qn, failed = _map_step(params, M, Q, finite_d, n_nodes, jensen)
+                if failed > SERIES_FAIL:
+                    return _series_failed(params, steps, step, float(np.linalg.norm(M)), failed, series_failure,
+                                          dict(M0=M0, Q0=Q0, init=init, n_points=n_points, spacing=spacing,
+                                               fluctuations=fluctuations, n_batches=n_batches, seed=seed))
+                omitted_max = max(omitted_max, failed)
                 if fluctuations:
                     h = 1e-4
                     gm, g0, gp = (step_map(params, M + x, Q, finite_d=finite_d, n_nodes=n_nodes,
@@ -557,7 +595,7 @@ def dynamics(params, steps, *, M0=None, Q0=None, init=None, n_points=100, spacin
                     M = np.array([[np.clip(g0 + 0.5 * (gp - 2 * g0 + gm) / h ** 2 * var, -1.0, 1.0)]])
                     var = ((gp - gm) / (2 * h)) ** 2 * var + s2
                 else:
-                    M, Q = step_map(params, M, Q, finite_d=finite_d, n_nodes=n_nodes, jensen=jensen)
+                    M, Q = Mn, Qn
                 step += 1
                 if np.isinf(t_rec) and np.linalg.norm(M) >= params.eta:
                     t_rec = float(step)
@@ -611,8 +649,25 @@ def dynamics(params, steps, *, M0=None, Q0=None, init=None, n_points=100, spacin
                 **({} if law is None else {"m": ("m", x, {"long_name": "overlap grid of the law"})})},
         attrs={**params.attrs(), "kind": f"theory ({method}, {'finite d' if finite_d else 'd -> inf'}"
                                          f"{', fluctuations' if fluctuations else ''})",
+               "method_used": method, "series_omitted_max": omitted_max,
                "tsdyn_version": __version__},
     )
+
+
+def _series_failed(params, steps, step, m, term, series_failure, kw):
+    """``dynamics(method="recursion")`` where the map's series fails at ``step`` (overlap norm ``m``, first
+    omitted term ``term``): the same dynamics by ``method="exact"``, or a ValueError naming it."""
+    where = (f"the step map's fluctuation series does not converge at step {step} (overlap {m:.3g}): its first "
+             f"omitted term is {term:.3g} (> {SERIES_FAIL:g}) times m', so the map has no correct digit there")
+    exact_ok = params.p == 1 and params.k == 1 and params.noise == 0
+    if series_failure == "raise" or not exact_ok:
+        fix = ("use dynamics(method='exact'), which averages the step's ratio itself" if exact_ok else
+               "method='exact' needs p = k = 1 and no label noise, so no other theory applies here")
+        raise ValueError(f"{where}; {fix}")
+    ds = dynamics(params, steps, method="exact", **kw)
+    ds.attrs.update(method_used="exact", method_asked="recursion", series_failure_step=step,
+                    series_failure_term=term, series_failure_reason=where)
+    return ds
 
 
 def _exact_recursion(params, m, record, fluctuations, n_batches, seed, h=1e-3):
@@ -914,16 +969,18 @@ def _deposit(values, weights, n):
             + np.bincount(j + 1, weights * frac, minlength=n))
 
 
-def _law_kernels(params, x, per_group, n_groups, n_chi, rng):
+def _law_kernels(params, x, per_group, n_groups, n_chi, rng, sources=None):
     """One-step transition matrices of the overlap on the grid ``x`` (rows: from, columns: to): the average
     kernel first, then one per group of ``per_group`` batches. Row i is the law of m' from m = x[i], each
     batch's m' at the chi-square rule's nodes deposited with the rule's weights (:func:`_deposit`). A batch's
-    Gaussian coordinates serve every row (common random numbers: rows vary smoothly with m)."""
+    Gaussian coordinates serve every row (common random numbers: rows vary smoothly with m). ``sources``
+    (default ``x``) are the overlaps the rows start from."""
     n = x.size
-    K = np.zeros((n_groups + 1, n, n))
+    sources = x if sources is None else sources
+    K = np.zeros((n_groups + 1, sources.size, n))
     per = max(1, min(2 ** 21 // params.n_b, 2 ** 22 // n_chi))  # chunk: about 2M samples, 4M ratio values
     for group in range(1, n_groups + 1):
-        for i, m, beta, alpha, f2 in _batch_sums(params, x, per_group, rng, per):
+        for i, m, beta, alpha, f2 in _batch_sums(params, sources, per_group, rng, per):
             v, wk = _step_ratio_nodes(params, m, beta, alpha, f2, n_chi)
             K[group, i] += _deposit(v.ravel(), np.broadcast_to(wk, v.shape).ravel(), n)
     K /= per_group
@@ -978,3 +1035,93 @@ def _law_recursion(params, m, record, n_grid, n_batches, seed, n_groups=16, n_ch
         out_se[i] = means[1:].std(ddof=1) / np.sqrt(n_groups)
         out_p[:, i] = laws
     return out_m, out_v, out_se, t_rec, x, out_p[0], out_p[1:]
+
+
+def first_passage(params, steps, *, m0=None, grid=801, n_batches=20000, seed=0, n_groups=16, n_chi=24):
+    """Law of the first-passage time T = min{t : |m_t| >= eta} of one-pass SGD (p = k = 1, no label
+    noise), from the overlap m0 (default ``params.m0``), for ``steps`` steps: the chain of
+    ``dynamics(method="law")`` (:func:`_law_recursion`) made absorbing at |m| = eta.
+
+    The weak-recovery time of Arnaboldi et al. (2024) ("High dimensional limit") is this first passage:
+    a run that has reached eta counts as recovered even if it falls back. The law on the grid is carried
+    only on the live points |x| < eta, with the kernel K of :func:`_law_kernels` restricted to them; the
+    mass a step sends to grid points with |x| >= eta is absorbed, so
+
+        P(T <= t) = 1 - sum_{|x| < eta} p_t(x),   p_{t+1} = p_t K_live.
+
+    The boundary is exact up to the linear deposit: an m' between the last live grid point and eta is
+    shared between that point and the first absorbed one, so the level is effectively blurred over one
+    grid spacing h = 2 / (grid - 1) below eta (h = 0.0025 at 801 points, far below the one-step spread
+    of m at the chapter's points; the grid must also satisfy _law_recursion's condition h^2 << 6 s^2).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``passed`` (t): P(T <= t) on t = 0..steps (SGD steps); ``passed_se`` (t): its Monte Carlo error
+        (spread over the ``n_groups`` groups' kernels / sqrt(n_groups)); ``passed_groups`` (group, t);
+        ``t_median`` (): the median first-passage time, the crossing of P(T <= t) = 1/2 placed between
+        the two steps around it by linear interpolation (inf if not within ``steps``), with
+        ``t_median_se`` (spread of the groups' medians / sqrt(n_groups); nan if a group does not cross) and
+        the groups' medians ``t_median_groups`` (group).
+
+    These errors are first order in the kernel's noise, and the drift of a step is a small part of its
+    spread when gamma is small, so a group's kernel can be far off in its drift: the errors hold only where
+    the groups' own statistics scatter around the whole kernel's (their mean within their error of it). At
+    d = 128, He2, correlation loss, n_b = 1, gamma = 0.0039 they do with 8000 batches per grid point (group
+    medians' mean 367 against 371, error 18) and do not with 1600 (369 against 449): check it.
+    """
+    if not isinstance(params, Params):
+        raise ValueError(f"params must be a largebatch.Params; got {type(params).__name__}")
+    _validate.integer("steps", steps, low=1, doc="number of SGD steps")
+    m0 = params.m0 if m0 is None else m0
+    if m0 is None:
+        raise ValueError("give m0 (or Params.m0): the first passage starts from a given overlap")
+    _check_exact_step(params, m0, single=False)
+    _validate.integer("n_groups", n_groups, low=2, doc="independent groups of batches (Monte Carlo error)")
+    _validate.integer("n_batches", n_batches, low=2 * n_groups, doc="Monte Carlo batches per grid point")
+    _validate.integer("grid", grid, low=3, doc="grid points on [-1, 1]")
+    if grid > LAW_MAX_GRID:
+        raise ValueError(f"grid (grid points on [-1, 1]) must be <= {LAW_MAX_GRID} (memory); got {grid}")
+    x = np.linspace(-1.0, 1.0, grid)
+    live = np.abs(x) < params.eta
+    if abs(m0) >= params.eta:
+        raise ValueError(f"m0 (start overlap) must satisfy |m0| < eta = {params.eta}; got {m0}")
+    K = _law_kernels(params, x, n_batches // n_groups, n_groups, n_chi, np.random.default_rng(seed),
+                     sources=x[live])[:, :, live]
+    law = np.tile(_deposit(np.array([float(m0)]), np.ones(1), grid)[live], (n_groups + 1, 1, 1))
+    alive = np.empty((n_groups + 1, steps + 1))
+    alive[:, 0] = law.sum(axis=(1, 2))
+    for t in range(1, steps + 1):
+        law = law @ K  # (group, 1, live) times (group, live, live)
+        alive[:, t] = law.sum(axis=(1, 2))
+    passed = 1.0 - alive
+    medians = np.array([_crossing(row) for row in passed])
+    G = np.sqrt(n_groups)
+    t_axis = np.arange(steps + 1, dtype=float)
+    return xr.Dataset(
+        {"passed": (("t",), passed[0], {"long_name": "P(T <= t): probability that a run has passed |m| >= eta"}),
+         "passed_se": (("t",), passed[1:].std(axis=0, ddof=1) / G, {"long_name": "Monte Carlo error of passed"}),
+         "passed_groups": (("group", "t"), passed[1:], {"long_name": "passed from each group's kernel"}),
+         "t_median": ((), medians[0], {"units": "SGD steps", "long_name": "median first-passage time"}),
+         "t_median_se": ((), float(medians[1:].std(ddof=1) / G) if np.all(np.isfinite(medians[1:])) else np.nan,
+                         {"units": "SGD steps"}),
+         "t_median_groups": (("group",), medians[1:], {"units": "SGD steps",
+                                                       "long_name": "median first passage of each group's kernel"})},
+        coords={"t": ("t", t_axis, {"units": "SGD steps", "samples_per_step": params.n_b}),
+                "group": np.arange(n_groups)},
+        attrs={**params.attrs(), "kind": "theory (law absorbed at eta: first passage)", "m0": float(m0),
+               "grid": grid, "n_batches": n_batches, "seed": seed, "tsdyn_version": __version__},
+    )
+
+
+def _crossing(passed):
+    """The time at which an increasing P(T <= t) on t = 0, 1, ... first reaches 1/2, interpolated linearly
+    between the two steps around it; inf if it does not within the steps given."""
+    above = np.nonzero(passed >= 0.5)[0]
+    if not above.size:
+        return np.inf
+    t = int(above[0])
+    if t == 0:
+        return 0.0
+    lo, hi = passed[t - 1], passed[t]
+    return float(t - 1 + (0.5 - lo) / (hi - lo))
