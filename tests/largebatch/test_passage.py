@@ -99,3 +99,15 @@ def test_first_passage_rejects_what_it_cannot_carry():
         theory.first_passage(p, 5, n_batches=64, grid=10 ** 5)
     with pytest.raises(ValueError, match="p = k = 1"):
         theory.first_passage(lb.Params(d=64, mu=1.0, p=2, k=2, m0=0.1), 5, n_batches=64)
+
+
+def test_passage_point_declines_where_the_grid_is_too_coarse():
+    """At the smallest learning rate of the correlation-loss diagram (d = 128, n_b = 1, delta = 5/4,
+    gamma = 3.4e-4) a step's spread is s ~ 2e-4, so the grid's deposit (h^2 / 4 = 1.6e-6 at 801 points)
+    would add far more than 5% of its variance: the law is not computed and the grid it would need
+    (thousands of points) is reported."""
+    r = experiments.passage_point(d=128, ell=2, mu=0.0, delta=1.25, budget=10, variant="correlation",
+                                  gamma0=0.15)
+    assert not r["grid_ok"] and np.isnan(r["passed"]) and r["grid_needed"] > 801
+    h = 2.0 / 800
+    assert h * h / 4 > experiments.PASSAGE_GRID_VAR * r["s2"]
