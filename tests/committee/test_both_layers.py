@@ -88,3 +88,33 @@ def test_both_layers_run_returns_paired_windows_and_arrangements():
     assert out["eg_sgd"][0] == pytest.approx(out["eg_ode"][0])  # the ODE starts from the run
     assert out["arr_sgd"].sum() == out["arr_ode"].sum() == 3
     assert out["win_sgd_se"] > 0
+
+
+@pytest.mark.parametrize("kind, scale", [("paper", 1.0), ("paper_small", 1 / 2000)])
+def test_paper_start_is_the_authors_nearly_symmetric_start(kind, scale):
+    p = _params(2, 4, 0.2, v_star=2.0)
+    s = committee.paper_start(p, kind, seed=3, perturbation=1e-9)
+    assert np.allclose(s["Q0"], s["Q0"].T, rtol=0, atol=0)
+    # the perturbation: 1e-9 times standard Gaussians (|entry| < 6e-9 for 26 draws,
+    # a bound exceeded with probability 5e-8)
+    assert np.max(np.abs(s["Q0"] - scale * np.eye(4))) < 6e-9
+    assert np.max(np.abs(s["R0"])) < 6e-9 and np.max(np.abs(s["v0"] - scale)) < 6e-9
+    assert np.max(np.abs(s["R0"])) > 0  # but it breaks the symmetry
+    same = committee.paper_start(p, kind, seed=3)
+    assert all(np.array_equal(s[k], same[k]) for k in s)
+    with pytest.raises(ValueError, match="kind"):
+        committee.paper_start(p, "random")
+
+
+def test_ode_limit_from_the_paper_start_at_m1_reaches_the_even_fixed_point():
+    # M = 1, K = 2 from the paper's start: all units end on the teacher unit, on the
+    # denoising fixed point of Z = 2 (measured: within 1e-5 relative at t = 1e6; allowed
+    # 1e-3, the integration being declared converged when eps_g moves < 1% per decade)
+    kw = dict(N=500, M=1, K=2, eta=0.2, sigma=0.01, v_star=2.0, v_init=0.1, t_max=1e6)
+    out = committee.both_layers_ode_limit(seed=0, start="paper", **kw)
+    fp = float(committee.denoising_fixed_point(_params(1, 2, 0.2, v_star=2.0), eg_rtol=1e-6).eg[0])
+    assert tuple(out["arr"]) == (2, 0)
+    assert abs(out["rel_change"]) < 0.01
+    assert out["eg"] / fp == pytest.approx(1.0, abs=1e-3)
+    with pytest.raises(ValueError, match="start"):
+        committee.both_layers_ode_limit(seed=0, start="symmetric", **kw)

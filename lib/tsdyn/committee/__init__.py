@@ -25,12 +25,13 @@ from .theory import (
     linear_scm_growth_rate,
     max_stable_eta_linear_scm,
     ode,
+    paper_start,
     plateau,
 )
 
 __all__ = [
     "Params", "simulate", "simulate_point", "initial_weights", "sample_overlaps",
-    "initial_overlaps", "one_step", "ode", "fixed_point",
+    "initial_overlaps", "one_step", "ode", "paper_start", "fixed_point",
     "denoising_fixed_point", "plateau", "generalisation_error",
     "eg_star_linear_scm", "eg_star_linear_scm_small_eta", "eg_star_erf_scm", "eg_star_erf_scm_small_eta",
     "eg_star_erf_both_layers_small_eta", "max_stable_eta_linear_scm", "linear_scm_growth_rate",

@@ -15,8 +15,8 @@ from .analysis import (growth_rate, max_gap, plateau_stats, stationary_error, un
 from .params import Params
 from .sampler import initial_overlaps
 from .simulate import simulate
-from .theory import (eg_star_erf_scm, eg_star_linear_scm, linear_scm_growth_rate,
-                     max_stable_eta_linear_scm, ode, plateau)
+from .theory import (ODE_STARTS, eg_star_erf_scm, eg_star_linear_scm, linear_scm_growth_rate,
+                     max_stable_eta_linear_scm, ode, paper_start, plateau)
 
 
 def plateau_escape(*, seed, N, K, eta, t_max=None, n_points=400, method="network"):
@@ -193,14 +193,22 @@ def both_layers_run(*, seed, N, M, K, eta, sigma, v_star, v_init, t_max, n_point
 
 
 def both_layers_ode_limit(*, seed, N, M, K, eta, sigma, v_star, v_init, t_max, n_points=61,
-                          off=0.05):
-    """eps_g of the ODE (eq. 9) integrated from a random start, and how far it is from its limit.
+                          off=0.05, start="random", perturbation=1e-9):
+    """eps_g of the ODE (eq. 9) integrated from a given start, and how far it is from its limit.
 
-    The start is the law of SGD's initial overlaps at input dimension ``N``
-    (:func:`tsdyn.committee.initial_overlaps`: Q, R from Gaussian weights, the teacher
-    vectors then orthonormalised so that T = I) with
-    second-layer weights ``v_init``, as for the crosses of Goldt et al. Fig. 3c. The
-    ODE runs to ``t_max`` on a log grid (integrated at atol 1e-12, well below the
+    ``start`` chooses the initial overlaps (T = I in every case):
+
+    * ``"random"``: the law of SGD's initial overlaps at input dimension ``N``
+      (:func:`tsdyn.committee.initial_overlaps`: Q, R from Gaussian weights, the
+      teacher vectors then orthonormalised so that T = I) with second-layer weights
+      ``v_init``. This is *not* the start of Goldt et al. Fig. 3c: it is a protocol of
+      this book, a random start whose asymmetries are of order N^(-1/2).
+    * ``"paper"`` and ``"paper_small"``: the nearly symmetric starts of the authors' ODE
+      code (:func:`tsdyn.committee.paper_start`): Q = I, R = 0, v = 1, or Q = I / 2000,
+      R = 0, v = 1 / 2000, each perturbed by ``perturbation`` times standard Gaussians
+      (``N`` and ``v_init`` are then not used).
+
+    The ODE runs to ``t_max`` on a log grid (integrated at atol 1e-12, well below the
     errors of order sigma^2 eta measured here).
 
     Returns
@@ -211,13 +219,18 @@ def both_layers_ode_limit(*, seed, N, M, K, eta, sigma, v_star, v_init, t_max, n
         eps_g still moved over the last decade of time); ``arr``: the final arrangement
         of the units (:func:`tsdyn.committee.unit_arrangement`).
     """
+    if start not in ODE_STARTS:
+        raise ValueError(f"start must be one of {ODE_STARTS}; got {start!r}")
     p = Params(N=N, M=M, K=K, eta=eta, sigma=sigma, v_star=v_star, v_init=v_init,
                train_second_layer=True)
-    G = initial_overlaps(p, seed)
-    # orthonormalise the teacher vectors (Gram-Schmidt): T = I, as the theory assumes
-    R0 = np.linalg.solve(np.linalg.cholesky(G[K:, K:]), G[K:, :K]).T
-    theory = ode(p, t_max, Q0=G[:K, :K], R0=R0, v0=v_init,
-                 n_points=n_points, spacing="log", atol=1e-12)
+    if start == "random":
+        G = initial_overlaps(p, seed)
+        # orthonormalise the teacher vectors (Gram-Schmidt): T = I, as the theory assumes
+        R0 = np.linalg.solve(np.linalg.cholesky(G[K:, K:]), G[K:, :K]).T
+        init = {"Q0": G[:K, :K], "R0": R0, "v0": v_init}
+    else:
+        init = paper_start(p, start, seed=seed, perturbation=perturbation)
+    theory = ode(p, t_max, **init, n_points=n_points, spacing="log", atol=1e-12)
     eg = float(theory.eg.values[-1])
     eg_decade = float(theory.eg.interp(t=t_max / 10).values)
     end = theory.isel(t=-1)

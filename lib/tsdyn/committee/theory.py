@@ -615,3 +615,40 @@ def _require(params, *, g, both_layers=False, teacher_identity=True):
             f"v_init={params.v_init}")
     if teacher_identity and params.w_star_std != 1.0:
         raise ValueError(f"this formula holds for T = I (w_star_std = 1); got w_star_std={params.w_star_std}")
+
+
+ODE_STARTS = ("random", "paper", "paper_small")
+
+
+def paper_start(params, kind="paper", *, seed=0, perturbation=1e-9):
+    """Nearly symmetric initial overlaps of the authors' ODE integrator (Goldt et al., code).
+
+    The code that accompanies Goldt et al. (``scmpp_ode.cpp`` of the authors' nn2pp
+    repository) starts the ODE (eq. 9) not from the overlaps of random weights but from
+
+    * ``kind="paper"`` (its "large initial weights"): Q = I + e A, R = e B, v = 1 + e c;
+    * ``kind="paper_small"`` (its "small initial weights"): Q = I / 2000 + e A,
+      R = e B, v = 1 / 2000 + e c;
+
+    with A, B, c standard Gaussian (Q symmetrised from its upper triangle) and
+    e = ``perturbation`` (1e-9 there), T = I. The perturbation only breaks the symmetry
+    between the units; where the ODE ends is then decided by the linear instability
+    of the symmetric state, not by the Wishart fluctuations of a random start.
+
+    Returns
+    -------
+    dict
+        ``Q0``, ``R0``, ``v0`` for :func:`ode` (T is the default identity).
+    """
+    check_params(params)
+    if kind not in ("paper", "paper_small"):
+        raise ValueError(f"kind must be 'paper' or 'paper_small'; got {kind!r}")
+    _validate.real("perturbation", perturbation, low=0.0, doc="size of the symmetry breaking")
+    rng = np.random.default_rng(seed)
+    K, M = params.K, params.M
+    scale = 1.0 if kind == "paper" else 1.0 / 2000
+    A = np.triu(rng.standard_normal((K, K)))
+    Q0 = scale * np.eye(K) + perturbation * (A + np.triu(A, 1).T)
+    R0 = perturbation * rng.standard_normal((K, M))
+    v0 = scale + perturbation * rng.standard_normal(K)
+    return {"Q0": Q0, "R0": R0, "v0": v0}
