@@ -11,6 +11,10 @@ N-dimensional weights) or exact closed forms, never against the ODE:
    full-network steps from the same weights.
 3. Whole trajectories at N = 100: means and seed-to-seed variances of eps_g, Q_11
    and R_11 at four times, 200 seeds per method.
+4. Shapes: two-sample KS tests on every entry of the one-step changes of Q and R and
+   z-tests on their correlations (B <= K and B > K), and the distribution of escape
+   times from the plateau over whole runs; each shown to reject a sampler with the
+   wrong batch size at the same level.
 
 Each group is a family of two-sample tests at family-wise level ALPHA = 1e-3,
 Bonferroni-corrected: a correct sampler fails one of them with probability < 1e-3.
@@ -18,6 +22,8 @@ Power, measured once: a sampler drawing the orthogonal part with N instead of
 N - K - M degrees of freedom (a relative error of (K + M) / N in one term) fails
 all four one-step tests and both B = 1 trajectory tests.
 """
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -190,3 +196,118 @@ def test_log_plus_linear_spacing_records_both_grids():
     common = np.isin(both.t.values, lin.t.values)
     assert common.sum() == len(lin.t)
     np.testing.assert_array_equal(both.eg.values[common], lin.eg.values)
+
+
+# --- shapes of the one-step law, and the escape from the plateau --------------------------
+#
+# The moment tests above see the mean and variance of each entry. The tests below compare
+# whole distributions: two-sample Kolmogorov-Smirnov tests on every entry of the one-step
+# changes of Q and R, and z-tests on every correlation between those changes; then the
+# distribution of escape times from the Saad-Solla plateau over whole trajectories, which
+# depends on the fluctuations that break the symmetry between the units. Each family is
+# Bonferroni-corrected at ALPHA, and each is shown to reject a deliberately wrong sampler
+# (the right one run with the wrong batch size) at that same level: the stated power.
+
+SHAPE_N = 20_000
+SHAPES = {
+    # B <= K: the Wishart part of the batch is c W c^T with W of rank B
+    "erf K=3 M=2 B=2 noisy": committee.Params(N=20, M=2, K=3, eta=1.0, batch=2, sigma=0.3),
+    # B > K: it is F W_K F^T with F F^T = c c^T (rank K)
+    "erf K=2 M=2 B=5 noisy": committee.Params(N=20, M=2, K=2, eta=1.5, batch=5, sigma=0.3),
+}
+
+
+def _one_step_changes(p, n, seed, *, network):
+    """(n, entries) one-step changes of the upper triangle of Q and of R, from fixed weights
+    (seed 11, unequal second layer); the sampler or the full network."""
+    w_star, w, v = committee.initial_weights(p, 11)
+    v = v + 0.3 * np.arange(p.K)
+    Q0, R0, T = w @ w.T / p.N, w @ w_star.T / p.N, w_star @ w_star.T / p.N
+    if network:
+        Q, R, _ = _network_one_step(p, w_star, w, v, n, seed=seed)
+    else:
+        Q, R, _ = committee.one_step(p, Q0, R0, T, v, n, seed=seed)
+    iu = np.triu_indices(p.K)
+    return np.concatenate([(Q - Q0)[:, iu[0], iu[1]], (R - R0).reshape(n, -1)], axis=1)
+
+
+def _correlation_z(a, b):
+    """z of the difference between the correlation matrices of two independent samples,
+    for every pair of columns; the standard error of a sample correlation r is that of its
+    influence function x y - r (x^2 + y^2) / 2 (x, y standardised), valid for any law with
+    four moments (the changes are far from Gaussian)."""
+    def corr_and_var(x):
+        z = (x - x.mean(0)) / x.std(0)
+        r = z.T @ z / len(z)
+        psi = z[:, :, None] * z[:, None, :] - r / 2 * (z[:, :, None] ** 2 + z[:, None, :] ** 2)
+        return r, psi.var(0) / len(z)
+    (ra, va), (rb, vb) = corr_and_var(a), corr_and_var(b)
+    iu = np.triu_indices(a.shape[1], 1)
+    return ((ra - rb) / np.sqrt(va + vb))[iu]
+
+
+def _shape_p_values(a, b):
+    """p-values of the KS test of every column and of the z-test of every correlation."""
+    p_ks = np.array([stats.ks_2samp(a[:, j], b[:, j]).pvalue for j in range(a.shape[1])])
+    p_corr = 2 * stats.norm.sf(np.abs(_correlation_z(a, b)))
+    return np.r_[p_ks, p_corr]
+
+
+@pytest.mark.parametrize("name", list(SHAPES))
+def test_one_step_shapes_and_correlations_match_the_full_network(name):
+    """KS on each entry of (Q' - Q, R' - R) and z on each correlation between them, sampler
+    against 20 000 single steps of the full network at N = 20 (where the |x|^2 and Wishart
+    fluctuations shape the law); Bonferroni family at ALPHA.
+
+    Power, asserted: the sampler run with batch size B + 1 (everything else the same) fails
+    the same family at the same level. Measured (seeds as here): the right sampler's smallest
+    p is 6e-3 (B = 2; 78 tests, level 1.3e-5) and 4e-2 (B = 5; 28 tests, level 3.6e-5); the
+    wrong one's is 4e-170 and 1e-24 (its changes have B / (B + 1) of the right variance)."""
+    p = SHAPES[name]
+    net = _one_step_changes(p, SHAPE_N, 5, network=True)
+    smp = _one_step_changes(p, SHAPE_N, 6, network=False)
+    p_values = _shape_p_values(net, smp)
+    level = ALPHA / len(p_values)
+    assert np.min(p_values) > level, np.sort(p_values)[:5]
+    wrong = _one_step_changes(dataclasses.replace(p, batch=p.batch + 1), SHAPE_N, 6, network=False)
+    assert np.min(_shape_p_values(net, wrong)) < level
+
+
+ESCAPE_RUNS = 200
+ESCAPES = {
+    "erf K=M=2 B=1": committee.Params(N=50, M=2, K=2, eta=1.0),
+    "erf K=M=2 B=3": committee.Params(N=50, M=2, K=2, eta=1.0, batch=3),
+}
+
+
+def _escape_times(p, method, first_seed, t_max, height):
+    """Escape times from the plateau (eps_g below height / 2, on a grid of 400 times; runs
+    that do not escape within t_max count as t_max + 1: the KS test only uses their order)."""
+    t = np.array([committee.escape_time(committee.simulate(p, t_max, seed=first_seed + s,
+                                                           n_points=400, method=method),
+                                        height / 2) for s in range(ESCAPE_RUNS)])
+    return np.where(np.isfinite(t), t, t_max + 1.0)
+
+
+@pytest.mark.parametrize("name", list(ESCAPES))
+def test_escape_times_from_the_plateau_match_the_full_network(name):
+    """Whole trajectories through the plateau at N = 50, K = M = 2, eta = 1: two-sample KS
+    test of the escape times (eps_g below half the height of the symmetric plateau of these
+    parameters), 200 network runs against 200 sampler runs (distinct seeds), at level ALPHA.
+    The escape is set by the fluctuations that break the symmetry between the two units, so
+    this tests the sampler where its noise decides the dynamics.
+
+    Power, asserted for B = 1: 200 sampler runs with batch size 2 (distinct seeds, the same
+    threshold) fail the same test at the same level. Measured (seeds as here): medians 54
+    (network), 55 (sampler), 44 (batch size 2); p = 0.79 for the sampler, 1.1e-5 for the wrong
+    one. At B = 3: medians 54 and 55, p = 0.63."""
+    p = ESCAPES[name]
+    height = committee.plateau(p)["eg"]
+    t_max = 150.0  # the median escape is about 55 at B = 1: nearly every run escapes
+    net = _escape_times(p, "network", 0, t_max, height)
+    smp = _escape_times(p, "overlaps", 10_000, t_max, height)
+    assert np.mean(net < t_max) > 0.9 and np.mean(smp < t_max) > 0.9  # the test sees escapes
+    assert stats.ks_2samp(net, smp).pvalue > ALPHA
+    if p.batch == 1:
+        wrong = _escape_times(dataclasses.replace(p, batch=2), "overlaps", 20_000, t_max, height)
+        assert stats.ks_2samp(net, wrong).pvalue < ALPHA
