@@ -273,3 +273,54 @@ def test_passage_time_input_checks():
         sparse.passage_time(t, np.ones(3), 0.0)
     with pytest.raises(ValueError, match="bound"):
         sparse.passage_time(t, np.ones(3), 0.5, bound="middle")
+
+
+def test_paired_shift_of_a_shifted_step():
+    # b succeeds from one grid point later than a: the crossing moves by exactly that step in
+    # the log-linear interpolation; pairs discordant at one m only
+    m = np.array([2.0, 4.0, 8.0, 16.0])
+    a = np.zeros((4, 20), bool)
+    a[2:] = True
+    a[1, :10] = True  # a crosses 1/2 exactly at m = 4
+    b = np.zeros((4, 20), bool)
+    b[3:] = True
+    b[2, :10] = True  # b at m = 8
+    r = sparse.paired_shift(m, a, b, seed=1)
+    assert r["shift"] == pytest.approx(4.0)
+    assert r["a_only"] == 20 and r["b_only"] == 0 and r["p"] == pytest.approx(2 * 0.5 ** 20)
+    # identical outcomes: no shift, no discordant pair, and a paired bootstrap of zero spread
+    r0 = sparse.paired_shift(m, a, a)
+    assert r0["shift"] == 0 and r0["shift_se"] == 0 and r0["p"] == 1.0
+    with pytest.raises(ValueError, match="shape"):
+        sparse.paired_shift(m, a, b[:3])
+
+
+def test_collapse_of_a_master_curve_and_of_a_floor():
+    # three groups on one master curve f(log10 x) = -log10 x: every group's median is the curve,
+    # spread 0 where at least two groups are present (interpolation is exact for a linear curve);
+    # a fourth group stopping on a floor at -1 peels off by the floor's distance from the curve
+    t = np.logspace(0, 4, 21)
+    lam = np.array([0.01, 0.1, 1.0, 10.0])
+    clock = np.broadcast_to(lam[:, None, None] * t, (4, 12, 21))
+    y = -np.log10(clock)
+    y[3] = np.maximum(y[3], -1.0)
+    at = np.arange(-1.0, 5.01, 0.5)
+    c = sparse.collapse(clock[:3], y[:3], at)
+    ok = c["n_groups"] >= 2
+    np.testing.assert_allclose(c["spread"][ok], 0, atol=1e-12)
+    np.testing.assert_array_equal(c["n_groups"], [2, 2, 3, 3, 3, 3, 3, 2, 2, 1, 1, 0, 0])
+    full = sparse.collapse(clock, y, at)
+    k = np.flatnonzero(at == 3.0)[0]
+    assert full["median"][3, k] == pytest.approx(-1.0) and full["spread"][k] == pytest.approx(2.0)
+    # a group with fewer runs than min_runs at a point gets no median there
+    assert np.isnan(sparse.collapse(clock[:1, :5], y[:1, :5], at)["median"]).all()
+
+
+def test_flat_runs_finds_the_stuck_run_and_not_the_converged_ones():
+    t = np.logspace(0, 6, 13)
+    falling = -np.log10(t)
+    stuck = np.where(t < 1e5, falling, -2.68 + 0.001 * np.sin(t))
+    floor = np.where(t < 1e4, falling, -30.0)
+    mask, level, span = sparse.flat_runs(t, np.stack([falling, stuck, floor]), t_from=1e5, tol=0.05)
+    assert mask.tolist() == [False, True, False]
+    assert level[1] == pytest.approx(-2.68, abs=1e-3) and span[1] < 0.003

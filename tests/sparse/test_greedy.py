@@ -68,3 +68,55 @@ def test_greedy_point_returns_fixed_shape_trajectories():
     a = sparse.greedy_point(seed=np.random.SeedSequence(1), N=20, d=2, m=3, sweeps=16, n_points=5)
     b = sparse.greedy_point(seed=np.random.SeedSequence(1), N=30, d=3, m=3, sweeps=16, n_points=5)
     assert a.val_loss.shape == b.val_loss.shape and "W_in" not in a
+
+
+def test_schedule_with_replacement_shares_everything_but_the_order():
+    """The paper's schedule draws the weight to flip at random with replacement: a sweep makes
+    as many attempts as there are weights, repeats some and misses others; teacher, start,
+    mini-batches and validation set are those of the default schedule for the same seed."""
+    p = sparse.Params(N=20, d=3, m=5)
+    a = sparse.greedy(p, 30, seed=4, n_points=3, log_moves=True)
+    b = sparse.greedy(p, 30, seed=4, n_points=3, log_moves=True, schedule="replacement")
+    assert b.attrs["schedule"] == "replacement" and a.attrs["schedule"] == "permutation"
+    np.testing.assert_array_equal(a.teacher_in.values, b.teacher_in.values)
+    assert a.val_loss.values[0] == b.val_loss.values[0]  # same initial student and validation set
+    n_w = p.n_weights
+    assert b.order.shape == a.order.shape == (30, n_w)
+    # permutation: every weight once per sweep
+    assert all(len(np.unique(row)) == n_w for row in a.order.values)
+    # replacement: uniform draws; the share of weights a sweep misses is (1 - 1/n)^n ~ 1/e = 0.368,
+    # with a standard deviation over 30 sweeps of 120 weights of about sqrt(0.23 / 3600) = 0.008:
+    # 0.368 +- 0.04 is 5 standard deviations
+    missed = np.mean([1 - len(np.unique(row)) / n_w for row in b.order.values])
+    assert abs(missed - (1 - 1 / n_w) ** n_w) < 0.04
+    assert b.order.values.min() >= 0 and b.order.values.max() < n_w
+    # same seed, same schedule: bit-identical
+    c = sparse.greedy(p, 30, seed=4, n_points=3, schedule="replacement")
+    np.testing.assert_array_equal(b.W_in.values, c.W_in.values)
+    with pytest.raises(ValueError, match="schedule"):
+        sparse.greedy(p, 3, seed=0, schedule="sequential")
+
+
+def test_schedule_with_replacement_recovers_the_teacher_above_m_c():
+    """Far above m_c (d = 3, m = 24 against m_c ~ 5) the paper's schedule also finds the teacher
+    exactly in every run; the 1/e of weights a sweep misses are visited in later sweeps."""
+    for seed in range(3):
+        ds = sparse.greedy(sparse.Params(N=40, d=3, m=24), 200, seed=seed, n_points=2, schedule="replacement")
+        assert ds.hamming.values[-1] == 0.0
+
+
+def test_grid_seeds_reproduce_the_sweep_point_for_point():
+    from functools import partial
+
+    from tsdyn import sweep
+    fn = partial(sparse.greedy_point, sweeps=8, n_points=2)
+    grid = {"N": [12, 16], "d": [2, 3], "m": [3, 5]}
+    full = sweep.run(fn, grid, seeds=2, seed=11, progress=False)
+    pts = sparse.grid_seeds(grid, 2, 11, {"d": [3], "m": [5]})
+    assert [p for p, _ in pts] == [{"N": 12, "d": 3, "m": 5}] * 2 + [{"N": 16, "d": 3, "m": 5}] * 2
+    again = sweep.each(fn, pts)
+    for k, (p, _) in enumerate(pts):
+        np.testing.assert_array_equal(again[k].hamming.values,
+                                      full.hamming.sel(N=p["N"], d=3, m=5).isel(seed=k % 2).values)
+    with pytest.raises(ValueError, match="select"):
+        sparse.grid_seeds(grid, 2, 11, {"d": [4]})

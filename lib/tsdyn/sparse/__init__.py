@@ -12,13 +12,14 @@ chapter's grids cost.
 """
 
 from . import cost
-from .analysis import (bootstrap, compatible_with_zero, critical_batch, crossing, first_zero, gap_fraction,
-                       hamming, max_pairwise_z, mean_se, near_transition, paper_critical_batch, passage_time, resolved_minimum, success_fraction, success_interval, tp_tn_rates,
+from . import laws
+from .analysis import (bootstrap, collapse, compatible_with_zero, critical_batch, crossing, first_zero, flat_runs, gap_fraction,
+                       hamming, max_pairwise_z, mean_se, near_transition, paired_shift, paper_critical_batch, passage_time, resolved_minimum, success_fraction, success_interval, tp_tn_rates,
                        transition_width, width_floor)
 from .cost import erf_batch_sizes
-from .experiments import greedy_point, rerun_stored, sgd_point
+from .experiments import greedy_point, grid_seeds, rerun_stored, sgd_point
 from .graph import regular_bipartite
-from .greedy import greedy, record_sweeps
+from .greedy import SCHEDULES, greedy, record_sweeps
 from .networks import draw_networks
 from .params import Params, SGDParams
 from .sgd import effective_time, sgd
@@ -30,5 +31,6 @@ __all__ = [
     "greedy_point", "sgd_point", "counting_m_c", "random_student_hamming", "success_interval",
     "mean_se", "gap_fraction", "near_transition", "max_pairwise_z", "bootstrap", "width_floor",
     "erf_batch_sizes", "cost", "resolved_minimum", "compatible_with_zero", "first_zero",
-    "paper_critical_batch", "effective_time", "passage_time", "rerun_stored",
+    "paper_critical_batch", "effective_time", "passage_time", "rerun_stored", "laws", "collapse",
+    "flat_runs", "paired_shift", "grid_seeds", "SCHEDULES",
 ]

@@ -6,6 +6,8 @@ by a defined estimator, the crossing of the success fraction through 1/2, with a
 bootstrap error bar (:func:`critical_batch`).
 """
 
+import warnings
+
 import numpy as np
 
 from .. import _validate
@@ -428,3 +430,98 @@ def passage_time(t, values, level, *, bound=None):
         f = (a - np.log(level)) / (a - b)
         out[i] = float(np.exp(lt[k - 1] + f * (lt[k] - lt[k - 1])))
     return out.reshape(v.shape[:-1])
+
+
+def paired_shift(m, success_a, success_b, *, n_boot=1000, seed=0, level=0.5):
+    """Shift of the critical size between two paired sets of runs, m_c(b) - m_c(a).
+
+    ``success_a`` and ``success_b`` (n_m, runs) hold the outcomes of the same runs
+    (same teacher, start and data at each (m, run)) under two variants of the dynamics.
+    m_c is the crossing of ``level`` (:func:`crossing`). The error is the standard
+    deviation over ``n_boot`` bootstrap resamples that redraw the *pairs* (one index per
+    m shared by a and b), so the correlation between the two variants is kept and the
+    error is that of the difference. Also returns McNemar's exact test of the discordant
+    pairs over all m: ``a_only`` (runs that succeed under a only), ``b_only`` and ``p``
+    (two-sided binomial test of a_only against b_only at 1/2; 1 when there are none).
+    """
+    from scipy.stats import binomtest
+
+    m = np.asarray(m, float)
+    a, b = np.asarray(success_a, bool), np.asarray(success_b, bool)
+    if a.shape != b.shape or a.ndim != 2 or a.shape[0] != len(m):
+        raise ValueError(f"success_a and success_b must both have shape (len(m), runs) = ({len(m)}, runs); "
+                         f"got {a.shape} and {b.shape}")
+    _validate.integer("n_boot", n_boot, low=2, doc="bootstrap resamples")
+    shift = crossing(m, b.mean(1), level) - crossing(m, a.mean(1), level)
+    rng = np.random.default_rng(seed)
+    pick = rng.integers(a.shape[1], size=(n_boot, len(m), a.shape[1]))
+    boot = np.array([crossing(m, np.take_along_axis(b, p, 1).mean(1), level)
+                     - crossing(m, np.take_along_axis(a, p, 1).mean(1), level) for p in pick])
+    boot = boot[np.isfinite(boot)]
+    a_only, b_only = int((a & ~b).sum()), int((b & ~a).sum())
+    p = binomtest(a_only, a_only + b_only, 0.5).pvalue if a_only + b_only else 1.0
+    return {"shift": float(shift), "shift_se": float(boot.std(ddof=1)) if len(boot) >= 2 else np.nan,
+            "a_only": a_only, "b_only": b_only, "p": float(p), "frac_a": float(a.mean()), "frac_b": float(b.mean())}
+
+
+def collapse(clock, log_loss, at, *, min_runs=10):
+    """Median curves of several groups of runs on a common clock, and their spread.
+
+    The test of a master curve: if runs of several learning rates lambda follow one curve
+    in lambda m t (the summed loss of eq. (2), Marino & Ricci-Tersenghi, Fig. 8), the
+    median log-loss of each lambda at a given lambda m t is the same. ``clock`` and
+    ``log_loss`` (groups, runs, n_t) hold each record's clock value and log10 loss. Each
+    run is interpolated linearly in log10 clock at the points ``at`` (decades) that lie
+    inside its own recorded range (records with clock <= 0 left out), so a run never
+    enters beyond its end; a group gets a median at a point where at least ``min_runs``
+    of its runs do.
+
+    Returns
+    -------
+    dict
+        ``at``, ``median`` (groups, points; NaN where a group has too few runs), ``n_runs``
+        (groups, points), ``spread`` (points: largest minus smallest median over the groups
+        present, NaN with fewer than two) and ``n_groups`` (points).
+    """
+    x, y = np.asarray(clock, float), np.asarray(log_loss, float)
+    if x.shape != y.shape or x.ndim != 3:
+        raise ValueError(f"clock and log_loss must have one shape (groups, runs, n_t); got {x.shape}, {y.shape}")
+    at = np.asarray(at, float)
+    _validate.integer("min_runs", min_runs, low=1, doc="runs a group needs at a point")
+    vals = np.full(x.shape[:2] + at.shape, np.nan)
+    for g in range(x.shape[0]):
+        for r in range(x.shape[1]):
+            ok = (x[g, r] > 0) & np.isfinite(y[g, r])
+            if ok.sum() < 2:
+                continue
+            lx = np.log10(x[g, r][ok])
+            inside = (at >= lx[0]) & (at <= lx[-1])
+            vals[g, r, inside] = np.interp(at[inside], lx, y[g, r][ok])
+    n_runs = np.isfinite(vals).sum(1)
+    with warnings.catch_warnings():  # a point no run of a group reaches: NaN, as intended
+        warnings.simplefilter("ignore", RuntimeWarning)
+        med = np.where(n_runs >= min_runs, np.nanmedian(np.where(np.isfinite(vals), vals, np.nan), 1), np.nan)
+    n = np.isfinite(med).sum(0)
+    hi = np.nanmax(np.where(np.isfinite(med), med, -np.inf), 0)
+    lo = np.nanmin(np.where(np.isfinite(med), med, np.inf), 0)
+    return {"at": at, "median": med, "n_runs": n_runs, "spread": np.where(n >= 2, hi - lo, np.nan), "n_groups": n}
+
+
+def flat_runs(t, log_loss, *, t_from, tol=0.05, floor=-20.0):
+    """Runs stuck on a plateau: log10 loss within ``tol`` decades from ``t_from`` to the end.
+
+    ``log_loss`` (..., n_t) recorded at times ``t`` (n_t,). A run counts when the largest
+    minus the smallest of its records at t >= ``t_from`` is below ``tol`` and its last record
+    is above ``floor`` (runs at the rounding floor of a converged student are flat too, but
+    not stuck). Returns (mask (...), level: median of those records (...), span: their
+    largest minus smallest (...)).
+    """
+    t, v = np.asarray(t, float), np.asarray(log_loss, float)
+    if t.ndim != 1 or v.shape[-1:] != t.shape:
+        raise ValueError(f"t must be 1-d with one entry per record; got {t.shape} and {v.shape}")
+    sel = t >= t_from
+    if sel.sum() < 2:
+        raise ValueError(f"t_from = {t_from} leaves fewer than two records")
+    tail = v[..., sel]
+    span = tail.max(-1) - tail.min(-1)
+    return (span < tol) & (tail[..., -1] > floor), np.median(tail, -1), span

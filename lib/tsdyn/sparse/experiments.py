@@ -1,5 +1,6 @@
 """Runs in the form :func:`tsdyn.sweep.run` calls: keywords in, fixed-shape results out."""
 
+import itertools
 from functools import partial
 
 import numpy as np
@@ -14,7 +15,7 @@ _TRAJECTORIES = ("val_loss", "val_mse", "batch_loss", "accept_rate", "hamming", 
 
 
 def greedy_point(*, seed, N, d, m, sweeps, model="two_matrix", d_s=None, a=0.1, n_val=None,
-                 n_points=12):
+                 n_points=12, schedule="permutation"):
     """:func:`greedy` with the :class:`Params` fields as keywords, without the matrices.
 
     Returns the trajectories over ``t`` (sweeps), whose shape depends only on
@@ -22,8 +23,33 @@ def greedy_point(*, seed, N, d, m, sweeps, model="two_matrix", d_s=None, a=0.1, 
     ``sweep.run(partial(greedy_point, sweeps=1024), {"d": [3, 4], "N": [50, 100], "m": [...]}, seeds=100)``.
     """
     p = Params(N=N, d=d, m=m, model=model, d_s=d_s, a=a, n_val=n_val)
-    ds = greedy(p, sweeps, seed=seed, n_points=n_points)
+    ds = greedy(p, sweeps, seed=seed, n_points=n_points, schedule=schedule)
     return ds[list(_TRAJECTORIES)]
+
+
+def grid_seeds(grid, seeds, seed, select):
+    """The seeds :func:`tsdyn.sweep.run` gives the points ``select`` of ``grid``, to re-run them.
+
+    ``grid`` (axis -> values), ``seeds`` and ``seed`` as passed to :func:`tsdyn.sweep.run`;
+    ``select`` (axis -> values, a subset of each axis; axes left out: all values). Returns a
+    list of (point, SeedSequence), replica fastest, for :func:`tsdyn.sweep.each`: a run with
+    other options (say ``schedule="replacement"``) then shares the sweep's teacher, student
+    and mini-batches, point for point.
+    """
+    root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(int(seed))
+    axes = {k: list(v) for k, v in grid.items()}
+    for k, v in select.items():
+        if k not in axes or any(x not in axes[k] for x in v):
+            raise ValueError(f"select[{k!r}] must be values of the grid axis {k!r}; got {v!r}")
+    chosen = [[(i, x) for i, x in enumerate(vals) if k not in select or x in select[k]] for k, vals in axes.items()]
+    out = []
+    for combo in itertools.product(*chosen):
+        point = {k: x for k, (_, x) in zip(axes, combo)}
+        for r in range(seeds):
+            child = np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, *(i for i, _ in combo), r),
+                                           pool_size=root.pool_size)
+            out.append((point, child))
+    return out
 
 
 def sgd_point(*, seed, N, d, m, lr, steps, reduction="sum", d_s=None, n_val=1024, n_points=12):

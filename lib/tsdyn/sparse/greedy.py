@@ -99,7 +99,10 @@ class _Model:
         return accepted, batch_loss
 
 
-def greedy(params, sweeps, *, seed, n_points=30, spacing="log", log_moves=False):
+SCHEDULES = ("permutation", "replacement")
+
+
+def greedy(params, sweeps, *, seed, n_points=30, spacing="log", log_moves=False, schedule="permutation"):
     """Greedy zero-temperature Metropolis on fresh mini-batches (Marino & Ricci-Tersenghi, eq. 4).
 
     Every Monte Carlo sweep draws a fresh mini-batch of ``params.m`` samples
@@ -122,6 +125,14 @@ def greedy(params, sweeps, *, seed, n_points=30, spacing="log", log_moves=False)
         whatever ``n_points``.
     n_points : int
         Recording times, log-spaced in sweeps by default (0 is always recorded).
+    schedule : {"permutation", "replacement"}
+        Which weights a sweep visits. ``"permutation"`` (default): every weight exactly
+        once, in a fresh random order. ``"replacement"``: ``params.n_weights`` weights
+        drawn uniformly at random with replacement, the paper's rule (sec. 3.1), so a
+        sweep visits some weights several times and misses about 1/e of them. Both make
+        the same number of attempts per sweep, and for one seed they share the teacher,
+        the initial student, the validation set, the mini-batches and the proposals:
+        only the visiting order differs, so the two schedules can be compared in pairs.
     log_moves : bool
         Also return ``dl`` (sweep, move), the Delta L of every attempted move, and
         ``order`` (sweep, move) (for tests; memory grows like sweeps * n_weights).
@@ -140,6 +151,8 @@ def greedy(params, sweeps, *, seed, n_points=30, spacing="log", log_moves=False)
     """
     if not isinstance(params, Params):
         raise ValueError(f"params must be a sparse.Params; got {type(params).__name__}")
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule (which weights a sweep visits) must be one of {SCHEDULES}; got {schedule!r}")
     rec = record_sweeps(sweeps, n_points, spacing)
     ss = _seeds.seed_sequence(seed)
     model = _Model(params, ss)
@@ -157,7 +170,10 @@ def greedy(params, sweeps, *, seed, n_points=30, spacing="log", log_moves=False)
         while done < target:
             n = min(block, target - done)
             X = rng_x.standard_normal((n, N, m))
-            order = rng_moves.permuted(np.broadcast_to(base, (n, n_w)), axis=1)
+            if schedule == "permutation":
+                order = rng_moves.permuted(np.broadcast_to(base, (n, n_w)), axis=1)
+            else:
+                order = rng_moves.integers(0, n_w, size=(n, n_w), dtype=np.int64)
             bits = (rng_bits.integers(0, 2, size=(n, n_w), dtype=np.int8) if params.mismatched
                     else np.zeros((n, n_w), np.int8))
             dl_log = np.empty((n, n_w)) if log_moves else np.empty((0, 0))
@@ -197,6 +213,7 @@ def greedy(params, sweeps, *, seed, n_points=30, spacing="log", log_moves=False)
         coords={"t": ("t", rec.astype(float), {"units": "Monte Carlo sweeps",
                                                "moves_per_unit": n_w, "samples_per_unit": m})},
         attrs={**params.attrs(), "sweeps": sweeps, "kind": "simulation", "algorithm": "greedy",
+               "schedule": schedule,
                "tsdyn_version": __version__, "seed_entropy": str(ss.entropy),
                "seed_spawn_key": str(ss.spawn_key)},
     )
