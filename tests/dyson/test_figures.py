@@ -115,3 +115,25 @@ def test_published_midpoint_is_the_arithmetic_midpoint_of_the_bracket():
     assert est == lo == hi == 1.5
     with pytest.raises(ValueError, match="flags must have shape"):
         dyson.published_midpoint(x, flags[:3], 0.68)
+
+
+def test_midpoint_resamples_see_a_far_point_that_passes_by_chance():
+    # fractions 1, 1, 0, then six hotter points where exactly 8 of 16 models pass (a coin's plateau):
+    # the estimate is (0.5 + 1) / 2, unless a resampled plateau point exceeds 0.68 by chance
+    x = 2.0 ** np.arange(-2, 7)
+    flags = np.zeros((9, 16), bool)
+    flags[:2] = True
+    flags[3:, :] = np.arange(16)[None, :] < 8  # exactly 8 of 16 at every hot point
+    est = dyson.published_midpoint(x, flags, 0.68)[0]
+    assert est == 0.75
+    mids = dyson.published_midpoint_resamples(x, flags, 0.68, n_boot=400, seed=7)
+    assert mids.shape == (400,)
+    # the same draws as the bootstrap of published_midpoint: its quantiles are those of these resamples
+    _, lo, hi = dyson.published_midpoint(x, flags, 0.68, n_boot=400, seed=7)
+    if np.mean(np.isfinite(mids)) >= 0.9:
+        assert (lo, hi) == tuple(np.nanquantile(mids, [0.16, 0.84]))
+    # a resampled 8/16 column exceeds 0.68 (>= 11 of 16) with probability P(Bin(16, 1/2) >= 11) = 0.105;
+    # six such columns: the bracket survives with probability 0.895^6 = 0.51. 400 resamples: s.e. 0.025,
+    # so 0.1 is four of them
+    same = np.mean(mids == 0.75)
+    assert abs(same - (1 - 0.10506) ** 6) < 0.1

@@ -7,7 +7,7 @@ phase boundaries) share only :class:`Params`.
 """
 
 from .analysis import (clopper_pearson, coulomb_ratio, criterion_late, crossing, drift_balance, ito_share, level_median_gap, spacing_over_bound, spread_growth, fraction_crossing, halfway_crossing, lambda_bar, log_gap, mean_spacing_ratio,
-                       paired_ks, paired_z, STEPS_PER_EPOCH, published_criterion, published_midpoint, published_sign_draws, spacing_coefficients, spacing_ratios, summary, total_variation,
+                       paired_ks, paired_z, STEPS_PER_EPOCH, published_criterion, published_midpoint, published_midpoint_resamples, published_sign_draws, spacing_coefficients, spacing_ratios, summary, total_variation,
                        unfolded_spacings, wishart_spacing_ratio)
 from .experiments import (CRITERIA, LONG_FIELDS, PUBLISHED, combine_long, criterion_vs_steps, dyson_levels_sde,
                           finite_step_gap, linear_scaling, long_column, long_record_steps, phase_diagram, phase_point,
@@ -47,7 +47,7 @@ __all__ = [
     "mean_spacing_ratio", "wishart_spacing_ratio", "MEAN_R_GOE", "MEAN_R_POISSON",
     "phase_point", "phase_diagram", "linear_scaling", "criterion_vs_steps", "CRITERIA", "PUBLISHED", "spacing_sde", "sde_record_density",
     "fraction_crossing", "drift_balance", "coulomb_ratio", "criterion_late", "ito_share", "spread_growth",
-    "spacing_over_bound", "finite_step_gap", "published_criterion", "published_midpoint", "published_sign_draws", "figures", "STEPS_PER_EPOCH",
+    "spacing_over_bound", "finite_step_gap", "published_criterion", "published_midpoint", "published_midpoint_resamples", "published_sign_draws", "figures", "STEPS_PER_EPOCH",
     "long_column", "long_record_steps", "combine_long", "LONG_FIELDS",
     "marchenko_pastur", "marchenko_pastur_edges", "marchenko_pastur_cdf", "initial_spacing_bound",
     "feature_density", "feature_density_mixture", "feature_potential", "feature_peaks", "SIGMA_C2",

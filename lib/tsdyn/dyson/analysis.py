@@ -280,6 +280,24 @@ def fraction_crossing(x, flags, level, *, n_boot=0, seed=0):
     return _bootstrapped(lambda s: crossing(x, s.mean(axis=1), level), a, n_boot, seed)
 
 
+def _midpoint(x, s, level):
+    """Midpoint of the last x with mean(s) > level and the next x; NaN if none or the last x."""
+    above = np.flatnonzero(s.mean(axis=1) > level)
+    if above.size == 0 or above[-1] == len(x) - 1:
+        return float("nan")
+    i = above[-1]
+    return float(0.5 * (x[i] + x[i + 1]))
+
+
+def _midpoint_args(x, flags, level, n_boot):
+    x, a = np.asarray(x, float), np.asarray(flags, float)
+    if a.ndim != 2 or a.shape[0] != len(x):
+        raise ValueError(f"flags must have shape (len(x), n_models) = ({len(x)}, ...); got {a.shape}")
+    _validate.real("level", level, low=0.0, high=1.0, low_open=True, high_open=True, doc="fraction")
+    _validate.integer("n_boot", n_boot, low=0, doc="bootstrap resamples")
+    return x, a
+
+
 def published_midpoint(x, flags, level, *, n_boot=0, seed=0):
     """The authors' transition estimate of Fig. 8 (left): the midpoint of the two bracketing grid values.
 
@@ -288,23 +306,27 @@ def published_midpoint(x, flags, level, *, n_boot=0, seed=0):
     the last grid value x_i where the fraction passing *exceeds* ``level``, and the next one,
     averaged arithmetically. NaN if no value exceeds ``level`` or the last one does.
     ``flags`` (len(x), n_models) booleans; ``n_boot`` resamples of the models at each x give
-    (x_c, lo, hi) as in :func:`fraction_crossing`. The estimate can only take the midpoints of
-    the grid, so lo and hi are grid midpoints too.
+    (x_c, lo, hi) as in :func:`fraction_crossing` (NaN if fewer than 90% of the resamples give a
+    value: :func:`published_midpoint_resamples` returns them all). The estimate can only take the
+    midpoints of the grid, so lo and hi are grid midpoints too.
     """
-    x, a = np.asarray(x, float), np.asarray(flags, float)
-    if a.ndim != 2 or a.shape[0] != len(x):
-        raise ValueError(f"flags must have shape (len(x), n_models) = ({len(x)}, ...); got {a.shape}")
-    _validate.real("level", level, low=0.0, high=1.0, low_open=True, high_open=True, doc="fraction")
-    _validate.integer("n_boot", n_boot, low=0, doc="bootstrap resamples")
+    x, a = _midpoint_args(x, flags, level, n_boot)
+    return _bootstrapped(lambda s: _midpoint(x, s, level), a, n_boot, seed)
 
-    def estimate(s):
-        above = np.flatnonzero(s.mean(axis=1) > level)
-        if above.size == 0 or above[-1] == len(x) - 1:
-            return float("nan")
-        i = above[-1]
-        return float(0.5 * (x[i] + x[i + 1]))
 
-    return _bootstrapped(estimate, a, n_boot, seed)
+def published_midpoint_resamples(x, flags, level, *, n_boot, seed=0):
+    """:func:`published_midpoint` on ``n_boot`` resamples of the models at each x (the resampling of
+    :func:`fraction_crossing`, same seed, same draws): an array of ``n_boot`` midpoints, NaN where a
+    resample has no crossing or its last point above ``level`` is the last x.
+
+    Because the rule takes the *last* x above ``level``, a far point that exceeds ``level`` by
+    chance moves it there; the share of resamples that keep the estimate's bracket measures that.
+    """
+    x, a = _midpoint_args(x, flags, level, n_boot)
+    rng = np.random.default_rng(_seeds.seed_sequence(seed))
+    n = a.shape[1]
+    return np.array([_midpoint(x, np.take_along_axis(a, rng.integers(0, n, a.shape), 1), level)
+                     for _ in range(n_boot)])
 
 
 def _bootstrapped(estimate, a, n_boot, seed):
