@@ -21,8 +21,7 @@ prints, for each failed chapter, its name and the error with the traceback tail,
 the cost report (each chapter: ran or reused, wall time; also in
 ``_build/chapter-costs.txt``); the exit status is 1 if a chapter failed, so ``make`` stops.
 
-``stage`` copies the book's other sources beside the executed chapters, then calls
-``collect(stage_dir)`` of ``scripts/headlines.py`` where that module exists.
+``stage`` copies the book's other sources beside the executed chapters.
 
 ``snapshot`` keeps an executed chapter's glued figures (PNG) and numbers (``glue.json``)
 for a page that shows a run the book build does not repeat (the papers' scale).
@@ -335,18 +334,19 @@ def _run_one(nb: str, out: str, parameters: dict, log_output: bool, timeout):
 
 
 def hide_injected_parameters(path) -> None:
-    """Tag the cell papermill injects (``injected-parameters``) ``hide-cell``.
+    """Tag the cell papermill injects (``injected-parameters``) ``remove-cell``.
 
-    The book shows it folded: a reader sees the chapter's own parameters cell, and can
-    unfold which values this build passed (``scale`` and any ``-p``).
+    A chapter's first screen is its question and headline figure (CONTRIBUTING.md): no
+    code toggle. The values a build passed (``scale`` and any ``-p``) are those of the
+    command that ran it, recorded on the paper-scale pages' provenance boxes.
     """
     path = Path(path)
     nb = json.loads(path.read_text(encoding="utf-8"))
     changed = False
     for cell in nb["cells"]:
         tags = cell.get("metadata", {}).get("tags", [])
-        if "injected-parameters" in tags and "hide-cell" not in tags:
-            cell["metadata"]["tags"] = [*tags, "hide-cell"]
+        if "injected-parameters" in tags and "remove-cell" not in tags:
+            cell["metadata"]["tags"] = [t for t in tags if t != "hide-cell"] + ["remove-cell"]
             changed = True
     if changed:
         path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -389,6 +389,7 @@ def run(notebooks, *, scale="quick", parameters=None, jobs=None, out_dir=None,
         keys[name] = (digest, parts)
         cached = exec_cache.entry(cache_dir, nb, digest)
         if use_cache and cached.is_file() and exec_cache.restore(cached, nb, out):
+            hide_injected_parameters(out)  # the tag of this version, whatever the cached run had
             before = exec_cache.cached_duration(cached)
             note = f"cached run took {before:.0f} s" if before is not None else ""
             outcomes[name] = Outcome(name, "reused", time.perf_counter() - start, note=note)
@@ -474,8 +475,6 @@ def stage(out_dir=None, root=None) -> Path:
     for nb in missing:
         print(f"warning: no executed copy of {nb.relative_to(root)} in {out_dir}; "
               f"run `python scripts/chapters.py run` first", file=sys.stderr)
-    if Path(__file__).with_name("headlines.py").is_file():  # each chapter's headline figure, for the landing page
-        getattr(__import__("headlines"), "collect", lambda stage_dir: None)(out_dir)
     return out_dir
 
 

@@ -124,7 +124,7 @@ def test_second_run_reuses_prose_edit_shows_and_a_library_change_reruns(toy, tmp
     assert staged.cells[0].source == "# Toy\n\nNew prose."  # the current prose, the cached outputs
     injected = [c for c in staged.cells if "injected-parameters" in c.metadata.get("tags", [])]
     assert len(injected) == 1 and staged.cells.index(injected[0]) == 2  # after the parameters cell
-    assert "hide-cell" in injected[0].metadata["tags"]
+    assert "remove-cell" in injected[0].metadata["tags"]
     assert "reused" in log[-1] and "cached run took" in log[-1]
 
     (toy.parent / "toylib" / "helper.py").write_text("k = 3.0\n")

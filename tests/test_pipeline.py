@@ -171,7 +171,7 @@ def test_run_reports_failed_chapter(tmp_path):
     # the cell papermill injects is folded in the book
     injected = [c for c in nbformat.read(str(out / "good.ipynb"), as_version=4).cells
                 if "injected-parameters" in c.metadata.get("tags", [])]
-    assert len(injected) == 1 and "hide-cell" in injected[0].metadata["tags"]
+    assert len(injected) == 1 and "remove-cell" in injected[0].metadata["tags"]
     # papermill marks the failing cell in the executed copy
     assert "An Exception was encountered" in (out / "bad_chapter.ipynb").read_text()
 
@@ -180,7 +180,7 @@ def test_reproducibility_index_has_a_section_per_chapter():
     """DESIGN: the book carries an index of every figure; each chapter has its section."""
     index = (ROOT / "book" / "reproducibility.md").read_text()
     for nb in chapters.chapter_notebooks():
-        assert f"`{nb.stem}`" in index, f"book/reproducibility.md has no section for {nb.stem}"
+        assert f"{{doc}}`{nb.stem}`" in index, f"book/reproducibility.md has no section for {nb.stem}"
 
 
 def test_explore_sliders_run_only_when_moved():
