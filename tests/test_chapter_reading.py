@@ -116,3 +116,91 @@ def test_prose_does_not_talk_about_the_project(nb):
     found = prose_jargon(nb)
     assert not found, f"{nb.name}: " + "; ".join(f"cell {i} ({kind}): ...{where}..."
                                                  for i, kind, where in found)
+
+
+# ------------------------------------------------------------------ the chapter form
+# CONTRIBUTING.md: the form every chapter follows. These checks read the committed notebooks
+# and pages (no execution): what a reader meets first, the closing sections, numbered figures,
+# sources, links and the paper-scale page's provenance box.
+
+HEADLINE = re.compile(r"^[`:]{3,}\{glue:figure\}\s+headline_fig\s*\n:name:\s+fig-[a-z]+-headline\s*$",
+                      re.MULTILINE)
+FIGURE_DIRECTIVE = re.compile(r"^([`:]{3,})\{(?:glue:figure|figure)\}[^\n]*\n((?::[a-z-]+:[^\n]*\n)*)",
+                              re.MULTILINE)
+NUMBERED_HEADING = re.compile(r"^#{2,}\s+\d+(?:\.\d+)*\.?\s", re.MULTILINE)
+
+
+def markdown(nb):
+    return [source(c) for c in cells(nb) if c["cell_type"] == "markdown"]
+
+
+def paper_page(nb):
+    return nb.with_name(f"{nb.stem}_paper.md")
+
+
+@pytest.mark.parametrize("nb", chapters.chapter_notebooks(), ids=lambda p: p.stem)
+def test_the_opening_screen_is_the_question_and_the_headline_figure(nb):
+    """The first cell is markdown with the title, a citation and the headline figure; no code
+    cell (which would show a toggle or a parameter dump) comes before it."""
+    first = cells(nb)[0]
+    assert first["cell_type"] == "markdown", f"{nb.name}: the first cell is code"
+    text = source(first)
+    assert text.lstrip().startswith("# "), f"{nb.name}: the first cell does not open with the title"
+    assert HEADLINE.search(text), f"{nb.name}: no headline figure (glue:figure headline_fig, " \
+                                  f":name: fig-<chapter>-headline) in the first cell"
+    assert "{cite:" in text, f"{nb.name}: the opening does not cite the paper it follows"
+
+
+@pytest.mark.parametrize("nb", chapters.chapter_notebooks(), ids=lambda p: p.stem)
+def test_the_parameters_cell_shows_nothing(nb):
+    params = [c for c in cells(nb) if "parameters" in c.get("metadata", {}).get("tags", [])]
+    assert len(params) == 1, f"{nb.name}: {len(params)} cells tagged parameters"
+    tags = set(params[0]["metadata"]["tags"])
+    assert tags & {"remove-input", "remove-cell"}, f"{nb.name}: the parameters cell is shown: {tags}"
+
+
+@pytest.mark.parametrize("nb", chapters.chapter_notebooks(), ids=lambda p: p.stem)
+def test_the_chapter_closes_with_a_summary_and_try_it(nb):
+    text = "\n".join(markdown(nb))
+    assert re.search(r"^## Summary\s*$", text, re.MULTILINE), f"{nb.name}: no '## Summary'"
+    assert re.search(r"^## Try it\s*$", text, re.MULTILINE), f"{nb.name}: no '## Try it'"
+    assert text.index("## Summary") < text.index("## Try it")
+
+
+@pytest.mark.parametrize("nb", chapters.chapter_notebooks(), ids=lambda p: p.stem)
+def test_figures_are_numbered_and_headings_are_not(nb):
+    """Every figure directive has a label (so it is numbered and can be referred to); the book
+    numbers the headings, so none carries a number of its own."""
+    for page, text in ((nb.name, "\n".join(markdown(nb))), (paper_page(nb).name, paper_page(nb).read_text())):
+        unnamed = [m.group(0).splitlines()[0] for m in FIGURE_DIRECTIVE.finditer(text)
+                   if ":name:" not in m.group(2)]
+        assert not unnamed, f"{page}: figures without :name: {unnamed}"
+        assert not NUMBERED_HEADING.search(text), \
+            f"{page}: a heading carries its own number: {NUMBERED_HEADING.search(text).group(0)!r}"
+
+
+@pytest.mark.parametrize("nb", chapters.chapter_notebooks(), ids=lambda p: p.stem)
+def test_the_chapter_links_its_paper_scale_page(nb):
+    assert f"{{doc}}`{paper_page(nb).stem}`" in "\n".join(markdown(nb)), \
+        f"{nb.name}: no link to its paper-scale page {paper_page(nb).stem}"
+
+
+@pytest.mark.parametrize("nb", chapters.chapter_notebooks(), ids=lambda p: p.stem)
+def test_the_paper_scale_page_opens_with_figures_and_ends_with_its_provenance(nb):
+    text = paper_page(nb).read_text()
+    first_figure = re.search(r"^[`:]{3,}\{(?:figure|glue:figure)\}|^!\[", text, re.MULTILINE)
+    assert first_figure, f"{paper_page(nb).name}: no figure"
+    before = re.sub(r"^#.*$", "", text[:first_figure.start()], flags=re.MULTILINE)
+    assert len(before.split()) < 250, \
+        f"{paper_page(nb).name}: {len(before.split())} words before the first figure"
+    boxes = [m.start() for m in re.finditer(r"^[`:]{3,}\{admonition\} Provenance", text, re.MULTILINE)]
+    assert len(boxes) == 1, f"{paper_page(nb).name}: {len(boxes)} provenance boxes, want one"
+    assert not FIGURE_DIRECTIVE.search(text, boxes[0]), f"{paper_page(nb).name}: a figure after the provenance box"
+
+
+def test_no_page_or_docstring_points_outside_the_repository():
+    """What the book relies on, it carries: no reference to the developers' shared/ folder."""
+    found = [str(p.relative_to(ROOT)) for folder in ("book", "lib")
+             for p in (ROOT / folder).rglob("*") if p.suffix in (".md", ".ipynb", ".py")
+             and re.search(r"shared/(?:theory|papers|tools)|/work/", p.read_text())]
+    assert not found, f"pages or modules that point outside the repository: {found}"
