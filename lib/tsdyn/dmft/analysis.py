@@ -352,6 +352,52 @@ def crossing_times(values, t, level):
     return np.where(hit.any(1), t[np.argmax(hit, 1)], np.inf)
 
 
+def escape_times(m, t, level):
+    """Escape time of each run from the unstable point m = 0 of a model symmetric under
+    w -> -w, and the number of runs that escaped to the negative side.
+
+    The three-cluster loss depends on w only through r^2 (the classifier is
+    sign(r^2 - L^2), Mignacco et al. 2020, eq. (3) with Phi(r) = r^2 - L^2), so m and -m
+    are the same state and a run started at m0 > 0 may escape towards m < 0. The escape
+    time is therefore the first time |m| reaches ``level`` (:func:`crossing_times` of
+    |m|), inf for a run that never does; a signed crossing time would count a run that
+    escaped to m < 0 as never escaping. ``m``: array (runs, t); ``t``: the times.
+
+    Returns (times, n_flipped), ``n_flipped`` the number of runs with m < 0 at the last
+    time (the runs a signed crossing time would have censored, if they escaped).
+    """
+    m = np.atleast_2d(np.asarray(m, float))
+    _validate.real("level", level, low=0.0, low_open=True, doc="escape level of |m|")
+    return crossing_times(np.abs(m), t, level), int(np.sum(m[:, -1] < 0))
+
+
+def median_difference_ci(a, b, *, q=0.95, n_boot=2000, seed=0):
+    """Difference of the medians of two independent samples, median(a) - median(b), with a
+    percentile bootstrap interval (each sample resampled on its own).
+
+    Infinite values (censored runs) rank above every finite value; a resampled difference
+    of two infinite medians is undefined and counts as +inf, so a bound that depends on
+    censored runs is reported as inf rather than as a number. Returns (diff, low, high).
+    """
+    a, b = (np.asarray(x, float) for x in (a, b))
+    for name, x in (("a", a), ("b", b)):
+        if x.ndim != 1 or x.size < 2:
+            raise ValueError(f"{name} (independent values) must be a 1-d array of at least 2; "
+                             f"got shape {x.shape}")
+    _validate.real("q", q, low=0.0, high=1.0, low_open=True, high_open=True, doc="coverage")
+    _validate.integer("n_boot", n_boot, low=100, doc="bootstrap resamples")
+    rng = np.random.default_rng(seed)
+    ma = np.median(a[rng.integers(0, a.size, size=(n_boot, a.size))], axis=1)
+    mb = np.median(b[rng.integers(0, b.size, size=(n_boot, b.size))], axis=1)
+    with np.errstate(invalid="ignore"):
+        diff = ma - mb
+        point = float(np.median(a) - np.median(b))
+    diff = np.where(np.isnan(diff), np.inf, diff)
+    lo = np.quantile(diff, (1 - q) / 2, method="lower")
+    hi = np.quantile(diff, 1 - (1 - q) / 2, method="higher")
+    return (np.inf if np.isnan(point) else point), float(lo), float(hi)
+
+
 def median_ci(x, *, q=0.95, n_boot=2000, seed=0):
     """Median of ``x`` and a percentile bootstrap interval (resampling the runs).
 
