@@ -118,3 +118,38 @@ def test_ode_limit_from_the_paper_start_at_m1_reaches_the_even_fixed_point():
     assert out["eg"] / fp == pytest.approx(1.0, abs=1e-3)
     with pytest.raises(ValueError, match="start"):
         committee.both_layers_ode_limit(seed=0, start="symmetric", **kw)
+
+
+def _curves(rate, rel_drift, shift, floor=1e-14, n_runs=6):
+    """Synthetic run/ODE pairs: the ODE decays as exp(-rate t) from 1e-2 and stops at its
+    resolution ``floor``; each run decays at rate (1 + rel_drift) times it, shifted by
+    ``shift`` (ln units), with a small alternating jitter."""
+    import xarray as xr
+    t = np.linspace(0.0, 1000.0, 201)
+    sims, odes = [], []
+    for i in range(n_runs):
+        ode = np.maximum(1e-2 * np.exp(-rate * t), floor)
+        jitter = 0.01 * (-1) ** np.arange(len(t)) * (1 + i % 3)
+        run = 1e-2 * np.exp(-rate * (1 + rel_drift * (1 + 0.1 * (i - n_runs / 2))) * t
+                            + shift + jitter)
+        sims.append(xr.Dataset({"eg": ("t", run)}, coords={"t": t}))
+        odes.append(xr.Dataset({"eg": ("t", ode)}, coords={"t": t}, attrs={"eg_floor": floor}))
+    return sims, odes
+
+
+def test_log_ratio_drift_measures_a_coherent_trend_and_stops_at_the_floor():
+    # a 2% faster decay of every run: the relative drift is -0.02 (mean of the runs' own
+    # -0.02 (1 + 0.1 (i - 3)), i = 0..5: -0.02 (1 - 0.05) = -0.019); the constant shift cancels
+    sims, odes = _curves(0.03, 0.02, 0.5)
+    d = committee.log_ratio_drift(sims, odes)
+    assert d["rel"] == pytest.approx(-0.019, abs=1e-3)  # the jitter moves each fit by ~1e-4
+    assert d["n"] == 6 and d["floor"] == pytest.approx(1e-12)
+    # the window ends where an error first reaches 100 x the ODE's resolution: the ODE's, at
+    # t = ln(1e-2 / 1e-12) / 0.03 = 767.5 (the runs, shifted up by e^0.5, get there later),
+    # i.e. at the last recorded time before it, 765 on this grid of step 5
+    assert d["t_end"] == 765.0
+    # no drift: only the shift, and the slope is zero within its (jitter) error
+    flat = committee.log_ratio_drift(*_curves(0.03, 0.0, 0.5))
+    assert abs(flat["rel"]) < 1e-3
+    with pytest.raises(ValueError, match="same number"):
+        committee.log_ratio_drift(sims[:1], odes[:1])

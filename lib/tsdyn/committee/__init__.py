@@ -4,8 +4,8 @@ Simulation (:func:`simulate`) and theory (:func:`ode`, :func:`fixed_point`, the
 asymptotic formulas) share only :class:`Params`.
 """
 
-from .analysis import (decay_rate, escape_time, growth_rate, max_gap, paired_log_ratio,
-                       plateau_stats, stationary_error, unit_arrangement, weight_imbalance)
+from .analysis import (decay_rate, escape_time, growth_rate, log_ratio_drift, max_gap,
+                       paired_log_ratio, plateau_stats, stationary_error, unit_arrangement, weight_imbalance)
 from .experiments import (asymptotic_error, both_layers_ode_limit, both_layers_run,
                           linear_growth_rate, plateau_escape, run_with_ode, sgd_ode_gap)
 from .params import Params
@@ -36,7 +36,7 @@ __all__ = [
     "eg_star_linear_scm", "eg_star_linear_scm_small_eta", "eg_star_erf_scm", "eg_star_erf_scm_small_eta",
     "eg_star_erf_both_layers_small_eta", "max_stable_eta_linear_scm", "linear_scm_growth_rate",
     "rule_deviation_linear_scm", "critical_batch_linear_scm",
-    "escape_time", "plateau_stats", "paired_log_ratio", "decay_rate", "stationary_error", "max_gap", "growth_rate",
+    "escape_time", "plateau_stats", "paired_log_ratio", "log_ratio_drift", "decay_rate", "stationary_error", "max_gap", "growth_rate",
     "unit_arrangement", "weight_imbalance", "both_layers_run", "both_layers_ode_limit",
     "plateau_escape", "sgd_ode_gap", "linear_growth_rate", "asymptotic_error", "run_with_ode",
 ]
