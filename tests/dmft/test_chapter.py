@@ -58,6 +58,26 @@ def test_chapter_agreement_figures(glued):
     # t; the mini-batch lowers the minimum more than ten times less than the largest ridge.
     assert g["reg_end_spread_bt"] < g["reg_end_spread_t"] / 5
     assert g["reg_min_drop_lam"] > 10 * abs(g["reg_min_drop_b"])
+    # Noise or step (three-cluster, SGD at (b, eta) against gradient descent at step b eta,
+    # on the b t clock). The earlier escape of the smallest b against gradient descent at
+    # the full step is resolved: the 95% bootstrap interval of the difference of medians
+    # lies below zero. The matched step accounts for at least half of it: the whole 95%
+    # interval of SGD minus the matched step lies within half that shift of zero (DMFT, whose
+    # escape is not blurred by finite d).
+    g_lo = {k[len("ms_th_lo_"):]: v for k, v in g.items() if k.startswith("ms_th_lo_")}
+    assert g_lo["shift_hi"] < 0
+    assert max(abs(g_lo["esc_diff_lo"]), abs(g_lo["esc_diff_hi"])) < abs(g_lo["shift"]) / 2
+    # The minimum at the largest b < 1 (interior there, 1 = holds): SGD's minimum is lower
+    # than that of gradient descent at the full step by more than 3 standard errors, and the
+    # gradient descent at the matched step lies lower than at the full step by more than 3
+    # combined standard errors (independent curves): the lower minimum is the step.
+    g_hi = {k[len("ms_th_hi_"):]: v for k, v in g.items() if k.startswith("ms_th_hi_")}
+    assert g_hi["min_interior"] == 1
+    assert g_hi["min_shift"] < -3 * g_hi["min_shift_se"]
+    assert g_hi["min_full"] - g_hi["min_gd"] > 3 * (g_hi["min_full_se"] ** 2 + g_hi["min_gd_se"] ** 2) ** 0.5
+    # The text says the theory resolves a rise of the minimum by the noise (SGD minus the
+    # matched step positive): more than 2 standard errors (Welch dof about 20).
+    assert g_hi["min_diff"] > 2 * g_hi["min_diff_se"]
     # Persistent SGD -> SGD: the gap shrinks monotonically as tau decreases (dt = eta/2 and
     # the discrete dt = eta), and at tau = eta/b (dt = eta/2) it is below a third of the
     # longest-persistence gap. (At dt = eta and tau = eta/b the gap is zero by construction,
