@@ -308,6 +308,10 @@ def test_collapse_of_a_master_curve_and_of_a_floor():
     c = sparse.collapse(clock[:3], y[:3], at)
     ok = c["n_groups"] >= 2
     np.testing.assert_allclose(c["spread"][ok], 0, atol=1e-12)
+    # identical runs: every bootstrap median is the median, a zero-width interval
+    w = c["hi"] - c["lo"]
+    assert np.isfinite(w).sum() == np.isfinite(c["median"]).sum() > 0
+    np.testing.assert_allclose(w[np.isfinite(w)], 0, atol=1e-12)
     np.testing.assert_array_equal(c["n_groups"], [2, 2, 3, 3, 3, 3, 3, 2, 2, 1, 1, 0, 0])
     full = sparse.collapse(clock, y, at)
     k = np.flatnonzero(at == 3.0)[0]

@@ -464,7 +464,7 @@ def paired_shift(m, success_a, success_b, *, n_boot=1000, seed=0, level=0.5):
             "a_only": a_only, "b_only": b_only, "p": float(p), "frac_a": float(a.mean()), "frac_b": float(b.mean())}
 
 
-def collapse(clock, log_loss, at, *, min_runs=10):
+def collapse(clock, log_loss, at, *, min_runs=10, n_boot=500, seed=0):
     """Median curves of several groups of runs on a common clock, and their spread.
 
     The test of a master curve: if runs of several learning rates lambda follow one curve
@@ -480,8 +480,10 @@ def collapse(clock, log_loss, at, *, min_runs=10):
     -------
     dict
         ``at``, ``median`` (groups, points; NaN where a group has too few runs), ``n_runs``
-        (groups, points), ``spread`` (points: largest minus smallest median over the groups
-        present, NaN with fewer than two) and ``n_groups`` (points).
+        (groups, points), ``lo``, ``hi`` (groups, points: 68 % percentile-bootstrap interval of
+        each median, ``n_boot`` resamples of the runs present), ``spread`` (points: largest
+        minus smallest median over the groups present, NaN with fewer than two) and
+        ``n_groups`` (points).
     """
     x, y = np.asarray(clock, float), np.asarray(log_loss, float)
     if x.shape != y.shape or x.ndim != 3:
@@ -501,10 +503,18 @@ def collapse(clock, log_loss, at, *, min_runs=10):
     with warnings.catch_warnings():  # a point no run of a group reaches: NaN, as intended
         warnings.simplefilter("ignore", RuntimeWarning)
         med = np.where(n_runs >= min_runs, np.nanmedian(np.where(np.isfinite(vals), vals, np.nan), 1), np.nan)
+    _validate.integer("n_boot", n_boot, low=2, doc="bootstrap resamples")
+    rng = np.random.default_rng(seed)
+    q_lo, q_hi = np.full(med.shape, np.nan), np.full(med.shape, np.nan)
+    for g, j in zip(*np.nonzero(np.isfinite(med))):
+        v = vals[g, :, j][np.isfinite(vals[g, :, j])]
+        boot = np.median(v[rng.integers(len(v), size=(n_boot, len(v)))], axis=1)
+        q_lo[g, j], q_hi[g, j] = np.quantile(boot, [0.16, 0.84])
     n = np.isfinite(med).sum(0)
     hi = np.nanmax(np.where(np.isfinite(med), med, -np.inf), 0)
     lo = np.nanmin(np.where(np.isfinite(med), med, np.inf), 0)
-    return {"at": at, "median": med, "n_runs": n_runs, "spread": np.where(n >= 2, hi - lo, np.nan), "n_groups": n}
+    return {"at": at, "median": med, "lo": q_lo, "hi": q_hi, "n_runs": n_runs,
+            "spread": np.where(n >= 2, hi - lo, np.nan), "n_groups": n}
 
 
 def flat_runs(t, log_loss, *, t_from, tol=0.05, floor=-20.0):
