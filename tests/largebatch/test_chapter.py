@@ -229,3 +229,25 @@ def test_the_text_quotes_the_run(glued):
         assert key in g, key
     # the largest predicted / measured spread of the runs is located (panel and step) where the text says so
     assert g["spread_hi_panel"] in ("(a)", "(b)", "(d)") and g["spread_hi_step"] >= 1
+
+
+@pytest.mark.slow
+def test_the_absorbed_law_and_the_series_switch(glued):
+    """The smallest-batch column of the correlation-loss diagram by the law absorbed at eta, and what the
+    default recursion returns where the step map's series fails."""
+    g = glued
+    # The law's probability of passing eta within the budget against SGD's fraction (12 runs), at every
+    # point of the column where the grid resolves a step (6 of 8 at quick scale): within 3.5 binomial
+    # errors of the law's probability (Bonferroni over 6 points at about 1e-3 each, Gaussian
+    # approximation of the 12-run binomial; points where both are 0 count as 0).
+    assert g["passage_n_ok"] >= 4
+    assert g["passage_zmax"] < 3.5
+    # its Monte Carlo error holds only where the kernel groups average to the whole kernel (theory.first_passage)
+    assert g["passage_groups_ok"]
+    # at the point quoted the deterministic dynamics do not recover while the law gives runs a real chance
+    assert g["passage_pick_missed"] and g["passage_p"] > 3 * g["passage_p_se"]
+    # the He3 point: the series fails (first omitted term >> 1), the default recursion switches to the exact
+    # mean, which is SGD's within 4 combined standard errors (as the exact mean in the table)
+    assert float(g["os_series_omitted"].replace(",", "")) > 1
+    assert g["os_default_method"] == "exact"
+    assert abs(g["os_default"] - g["os_sim"]) <= 4 * np.hypot(g["os_default_se"], g["os_sim_se"]) + 0.0005  # rounding
