@@ -530,6 +530,15 @@ def max_stable_eta_linear_scm(K, batch=1, N=None):
     return 2.0 * batch / K / (1.0 + batch * _c_n(N, batch))
 
 
+def _check_rule(K, x, N):
+    """The arguments of the linear-SCM scaling-rule formulas, stable as N -> infinity (K x < 2)."""
+    _validate.integer("K", K, low=1, doc="student hidden units")
+    _validate.real("x", x, low=0.0, low_open=True, doc="noise temperature eta / B")
+    _validate.integer("N", N, low=1, doc="input dimension")
+    if not K * x < 2.0:
+        raise ValueError(f"K x = {K * x:g} must be < 2 (the N -> infinity stability limit)")
+
+
 def rule_deviation_linear_scm(K, x, N, batch):
     """Relative deviation of a linear SCM's final error from the linear scaling rule.
 
@@ -543,12 +552,8 @@ def rule_deviation_linear_scm(K, x, N, batch):
     independent of sigma, linear in B / N for B << N, and infinite at the finite-N
     stability limit. Returns ``inf`` beyond it.
     """
-    _validate.integer("K", K, low=1, doc="student hidden units")
-    _validate.real("x", x, low=0.0, low_open=True, doc="noise temperature eta / B")
-    _validate.integer("N", N, low=1, doc="input dimension")
+    _check_rule(K, x, N)
     _validate.integer("batch", batch, low=1, doc="mini-batch size B")
-    if not K * x < 2.0:
-        raise ValueError(f"K x = {K * x:g} must be < 2 (the N -> infinity stability limit)")
     excess = K * x * (batch + 1) / N
     denominator = 2.0 - K * x - excess
     return math.inf if denominator <= 0 else excess / denominator
@@ -564,11 +569,7 @@ def critical_batch_linear_scm(K, x, N, tolerance=0.1):
     proportional to N: the rule breaks only through the finite-N term of the step.
     """
     _validate.real("tolerance", tolerance, low=0.0, low_open=True, doc="relative deviation")
-    _validate.integer("N", N, low=1, doc="input dimension")
-    _validate.integer("K", K, low=1, doc="student hidden units")
-    _validate.real("x", x, low=0.0, low_open=True, doc="noise temperature eta / B")
-    if not K * x < 2.0:
-        raise ValueError(f"K x = {K * x:g} must be < 2 (the N -> infinity stability limit)")
+    _check_rule(K, x, N)
     return tolerance * (2.0 - K * x) * N / ((1.0 + tolerance) * K * x) - 1.0
 
 
