@@ -154,3 +154,26 @@ def test_km_median_refuses_bad_input():
         stats.km_median([1.0, 2.0], [2.0])
     with pytest.raises(ValueError, match="level"):
         stats.bootstrap_km_median([([1.0], [2.0])], level=0)
+
+
+def test_log_crossing_interpolates_in_log_x():
+    from tsdyn.stats import log_crossing
+    # y = log2(x) / 4 reaches 0.5 at x = 4 exactly, and log interpolation is exact for it
+    x = np.array([1.0, 2.0, 8.0, 16.0])
+    assert log_crossing(x, np.log2(x) / 4, 0.5) == pytest.approx(4.0)
+    assert np.isnan(log_crossing(x, np.zeros(4), 0.5))  # not reached within the scan: nan
+    assert log_crossing(x, np.ones(4), 0.5) == 1.0
+    with pytest.raises(ValueError, match="increasing"):
+        log_crossing(x[::-1], np.ones(4), 0.5)
+
+
+def test_critical_batch_brackets_the_crossing():
+    from tsdyn.stats import critical_batch
+    b = np.array([1.0, 2.0, 4.0, 8.0])
+    dev = np.array([0.0, 0.05, 0.15, 0.4])
+    c, lo, hi = critical_batch(b, dev, dev - 0.03, dev + 0.03, 0.1)
+    assert lo < c < hi  # the upper bound crosses first
+    c2, lo2, hi2 = critical_batch(b, -dev, -dev - 0.03, -dev + 0.03, 0.1)
+    assert (c2, lo2, hi2) == pytest.approx((c, lo, hi))  # a negative deviation crosses alike
+    with pytest.raises(ValueError, match="tolerance"):
+        critical_batch(b, dev, dev, dev, 0.0)

@@ -185,3 +185,48 @@ def rms_t_expected(dofs):
     if dofs.size == 0 or np.any(dofs <= 2):
         raise ValueError(f"dofs (degrees of freedom) must all be > 2 for a finite variance; got {dofs!r}")
     return float(np.sqrt(np.mean(dofs / (dofs - 2))))
+
+
+def log_crossing(x, y, level):
+    """The first x at which y reaches ``level`` from below, interpolated linearly in log x.
+
+    ``x`` increasing and positive. Returns ``x[0]`` if y starts at or above the level, and
+    ``nan`` if it never reaches it (a crossing outside the scan is reported, not invented).
+    """
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if x.ndim != 1 or x.shape != y.shape or len(x) < 2:
+        raise ValueError(f"x and y must be 1-d of the same length >= 2; got shapes {x.shape}, {y.shape}")
+    if not (np.all(x > 0) and np.all(np.diff(x) > 0)):
+        raise ValueError("x must be positive and increasing")
+    above = np.flatnonzero(y >= level)
+    if len(above) == 0:
+        return float("nan")
+    i = int(above[0])
+    if i == 0:
+        return float(x[0])
+    lx0, lx1 = np.log(x[i - 1]), np.log(x[i])
+    frac = (level - y[i - 1]) / (y[i] - y[i - 1])
+    return float(np.exp(lx0 + frac * (lx1 - lx0)))
+
+
+def critical_batch(batch, deviation, lo, hi, tolerance):
+    """Where a measured deviation from the linear scaling rule reaches ``tolerance``.
+
+    ``deviation`` is signed, with its interval [lo, hi] per batch size; the crossing is
+    that of |deviation| (:func:`log_crossing`). The interval on the critical batch comes
+    from the crossings of the interval's bounds on |deviation|: the upper bound crosses
+    first (the smallest compatible critical batch), the lower bound last.
+
+    Returns
+    -------
+    (float, float, float)
+        critical batch, lower, upper; ``nan`` where a curve does not reach the tolerance.
+    """
+    _validate.real("tolerance", tolerance, low=0.0, low_open=True, doc="relative deviation")
+    dev, lo, hi = (np.asarray(a, float) for a in (deviation, lo, hi))
+    if not np.all(lo <= hi):
+        raise ValueError("each interval needs lo <= hi")
+    upper = np.maximum(np.abs(lo), np.abs(hi))
+    lower = np.where((lo <= 0) & (hi >= 0), 0.0, np.minimum(np.abs(lo), np.abs(hi)))
+    return (log_crossing(batch, np.abs(dev), tolerance), log_crossing(batch, upper, tolerance),
+            log_crossing(batch, lower, tolerance))

@@ -65,3 +65,34 @@ def test_the_critical_batch_grows_with_n():
 def test_bad_input_is_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
         committee.rule_deviation_linear_scm(**kwargs)
+
+
+def test_the_scan_measures_the_predicted_deviation_and_critical_batch():
+    """The chapter's scan at N = 64, x = 0.4: five batch sizes across the predicted critical
+    batch B_c = 0.1 (2 - K x) N / (1.1 K x) - 1 = 7.7 (10 % deviation)."""
+    scan = committee.scaling_rule_scan(N=64, K=2, x=0.4, batches=[1, 4, 8, 16, 32], seeds=12,
+                                       samples=150.0)
+    se = (scan.deviation_hi - scan.deviation_lo).values / 2
+    # statistical: each batch size within 3.5 standard errors of the exact finite-N deviation
+    # (five comparisons; 12 runs each)
+    np.testing.assert_array_less(np.abs(scan.deviation - scan.deviation_theory).values, 3.5 * se)
+    assert scan.deviation.values[-1] > 20 * se[-1]  # the break is resolved, far beyond the noise
+    assert scan.attrs["critical_batch_theory"] == pytest.approx(0.1 * 1.2 * 64 / 0.88 - 1)
+    # the measured crossing (log interpolation between grid points) against the theory's
+    # crossing interpolated on the same grid: equal up to the interval from +-1 s.e.
+    from tsdyn.stats import log_crossing
+    on_grid = log_crossing(scan.batch.values, np.abs(scan.deviation_theory.values), 0.1)
+    lo, hi = scan.attrs["critical_batch_measured_lo"], scan.attrs["critical_batch_measured_hi"]
+    width = hi - lo
+    assert lo - width <= on_grid <= hi + width  # two interval widths: the interval is +-1 s.e.
+
+
+def test_the_scan_refuses_a_batch_past_the_finite_n_limit():
+    # K x (1 + (B + 1) / N) = 0.8 (1 + 101 / 64) > 2: the finite-N theory says it diverges
+    with pytest.raises(ValueError, match="batch|diverged"):
+        committee.scaling_rule_scan(N=64, K=2, x=0.4, batches=[1, 100], seeds=2, samples=20.0)
+
+
+def test_the_scan_refuses_unordered_batches():
+    with pytest.raises(ValueError, match="batches"):
+        committee.scaling_rule_scan(N=64, K=2, x=0.4, batches=[4, 1], seeds=2)

@@ -7,7 +7,7 @@ asymptotic formulas) share only :class:`Params`.
 from .analysis import (decay_rate, escape_time, growth_rate, log_ratio_drift, max_gap,
                        paired_log_ratio, plateau_stats, stationary_error, unit_arrangement, weight_imbalance)
 from .experiments import (asymptotic_error, both_layers_ode_limit, both_layers_run,
-                          linear_growth_rate, plateau_escape, run_with_ode, sgd_ode_gap)
+                          linear_growth_rate, plateau_escape, run_with_ode, scaling_rule_scan, sgd_ode_gap)
 from .params import Params
 from .sampler import initial_overlaps, one_step, sample_overlaps
 from .simulate import initial_weights, simulate, simulate_point
@@ -39,4 +39,5 @@ __all__ = [
     "escape_time", "plateau_stats", "paired_log_ratio", "log_ratio_drift", "decay_rate", "stationary_error", "max_gap", "growth_rate",
     "unit_arrangement", "weight_imbalance", "both_layers_run", "both_layers_ode_limit",
     "plateau_escape", "sgd_ode_gap", "linear_growth_rate", "asymptotic_error", "run_with_ode",
+    "scaling_rule_scan",
 ]

@@ -9,14 +9,18 @@ import dataclasses
 import math
 
 import numpy as np
+import xarray as xr
 
+from .. import _seeds, _validate
+from ..stats import critical_batch
 from .analysis import (growth_rate, max_gap, plateau_stats, stationary_error, unit_arrangement,
                        weight_imbalance)
 from .params import Params
-from .sampler import initial_overlaps
+from .sampler import initial_overlaps, sample_overlaps
 from .simulate import simulate
-from .theory import (ODE_STARTS, eg_star_erf_scm, eg_star_linear_scm, linear_scm_growth_rate,
-                     max_stable_eta_linear_scm, ode, paper_start, plateau)
+from .theory import (ODE_STARTS, critical_batch_linear_scm, eg_star_erf_scm, eg_star_linear_scm,
+                     linear_scm_growth_rate, max_stable_eta_linear_scm, ode, paper_start, plateau,
+                     rule_deviation_linear_scm)
 
 
 def plateau_escape(*, seed, N, K, eta, t_max=None, n_points=400, method="network"):
@@ -236,3 +240,71 @@ def both_layers_ode_limit(*, seed, N, M, K, eta, sigma, v_star, v_init, t_max, n
     end = theory.isel(t=-1)
     return {"eg": eg, "eg_decade": eg_decade, "rel_change": (eg_decade - eg) / eg,
             "arr": np.array(unit_arrangement(end.R.values, end.v.values, off=off))}
+
+
+def scaling_rule_scan(*, N, K, x, batches, seeds, sigma=0.5, samples=200.0, seed=0, tolerance=0.1):
+    """The linear scaling rule in a linear SCM: final error at a fixed noise temperature x = eta / B.
+
+    For every batch size B the learning rate is eta = x B, and each run sees the same number
+    of samples, ``samples`` N (t_max = samples / B steps / N). Per step the drift of
+    d = |W - W*|^2 / N is O(K eta) and its noise O((K eta)^2 / B); per sample both depend on
+    x only, so as N -> infinity the final error eps_g^*(x) = K x sigma^2 / (2 (2 - K x))
+    (:func:`eg_star_linear_scm`, Goldt et al. eq. 12) is the rule's prediction at every B.
+    The exact finite-N mean step adds (B + 1) / N to the noise term; the theory's deviation
+    from the rule is :func:`rule_deviation_linear_scm`, and the critical batch, where it
+    reaches ``tolerance``, is :func:`critical_batch_linear_scm`, proportional to N.
+
+    Simulation: the exact-in-law overlap sampler (:func:`sample_overlaps`), ``seeds`` runs
+    per B; run j starts from the same overlaps at every B (paired starts; the batches, and so
+    the step noise, differ). Each run's error is its time average over the last three
+    quarters of its samples; its mean over runs, over the rule's value, minus 1, is the
+    measured deviation, with +- 1 standard error.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``deviation_theory``, ``deviation``, ``deviation_lo``, ``deviation_hi``,
+        ``eg`` and ``eg_se`` (simulated final error), ``eg_theory`` (exact finite-N) over
+        ``batch``; attrs as described in :mod:`tsdyn` chapter 6 (temperature, critical batches).
+    """
+    _validate.integer("seeds", seeds, low=2, doc="runs per batch size")
+    _validate.real("samples", samples, low=1.0, doc="samples per input dimension of each run")
+    batches = [int(b) for b in batches]
+    if len(batches) < 2 or any(b <= a for a, b in zip(batches, batches[1:])):
+        raise ValueError(f"batches must be at least two increasing sizes; got {batches}")
+    rule = eg_star_linear_scm(Params(N=N, M=K, K=K, eta=x, g="linear", sigma=sigma, batch=1))
+    eg, eg_se, theory, exact = [], [], [], []
+    for B in batches:
+        theory.append(rule_deviation_linear_scm(K, x, N, B))  # validates K, x, N, B
+        if not math.isfinite(theory[-1]):
+            raise ValueError(f"batches: B = {B} is past the finite-N stability limit at x = {x:g}, "
+                             f"N = {N} (K x (1 + (B + 1) / N) must be < 2)")
+        p = Params(N=N, M=K, K=K, eta=x * B, g="linear", sigma=sigma, batch=B)
+        exact.append(eg_star_linear_scm(p, finite_size=True))
+        t_max = samples / B
+        ends = []
+        for j in range(seeds):
+            run = sample_overlaps(p, t_max, seed=_seeds.child(seed, j), n_points=400)
+            ends.append(float(run.eg.where(run.t >= t_max / 4).mean()))
+        ends = np.array(ends)
+        if not np.all(np.isfinite(ends)):
+            raise ValueError(f"runs at B = {B} diverged: eta = x B = {x * B:g} is past the finite-N limit")
+        eg.append(ends.mean())
+        eg_se.append(ends.std(ddof=1) / math.sqrt(seeds))
+    eg, eg_se = np.array(eg), np.array(eg_se)
+    dev = eg / rule - 1.0
+    lo, hi = dev - eg_se / rule, dev + eg_se / rule
+    b_c, b_lo, b_hi = critical_batch(batches, dev, lo, hi, tolerance)
+    return xr.Dataset(
+        {"deviation_theory": ("batch", np.array(theory)), "deviation": ("batch", dev),
+         "deviation_lo": ("batch", lo), "deviation_hi": ("batch", hi),
+         "eg": ("batch", eg), "eg_se": ("batch", eg_se), "eg_theory": ("batch", np.array(exact))},
+        coords={"batch": batches},
+        attrs={"temperature_symbol": r"\eta/B", "temperature": float(x),
+               "observable": "final generalisation error", "rule": float(rule),
+               "critical_batch_formula": r"\frac{\epsilon(2-Kx)N}{(1+\epsilon)Kx}-1",
+               "critical_batch_theory": float(critical_batch_linear_scm(K, x, N, tolerance)),
+               "critical_batch_measured": b_c, "critical_batch_measured_lo": b_lo,
+               "critical_batch_measured_hi": b_hi, "tolerance": float(tolerance),
+               "N": int(N), "K": int(K), "sigma": float(sigma), "seeds": int(seeds),
+               "samples": float(samples)})
