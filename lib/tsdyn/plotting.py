@@ -56,6 +56,23 @@ def mean_and_error(runs, var="eg"):
     return runs[0].t.values, mean, err
 
 
+def rule_deviation(ax, scan, *, c=None, marker="o", label=None, scale=1.0, theory_label="theory"):
+    """One model's deviation from the linear scaling rule against its batch size.
+
+    ``scan``: a ``scaling_rule_scan`` Dataset (deviation_theory, deviation, deviation_lo,
+    deviation_hi over ``batch``). The batch axis is divided by ``scale`` (for instance the
+    predicted critical batch, to put several models on one axis). Theory: a line; simulation:
+    markers with their interval. Returns the x values drawn.
+    """
+    x = scan.batch.values / scale
+    if theory_label is not None:
+        theory(ax, x, scan.deviation_theory.values, c=c, label=theory_label)
+    dev = scan.deviation.values
+    err = np.stack([dev - scan.deviation_lo.values, scan.deviation_hi.values - dev])
+    simulation(ax, x, dev, err, c=c, marker=marker, label=label)
+    return x
+
+
 def time_label(ax, *, N=None, batch=None, axis="x"):
     """Label a time axis in SGD steps / N, with the number of samples per unit."""
     text = r"$t$ = SGD steps / $N$"

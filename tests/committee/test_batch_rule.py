@@ -96,3 +96,24 @@ def test_the_scan_refuses_a_batch_past_the_finite_n_limit():
 def test_the_scan_refuses_unordered_batches():
     with pytest.raises(ValueError, match="batches"):
         committee.scaling_rule_scan(N=64, K=2, x=0.4, batches=[4, 1], seeds=2)
+
+
+def test_the_gradient_noise_scale_is_measured_from_per_sample_gradients():
+    """B_noise = tr(Sigma) / |G|^2 from 200,000 per-sample gradients of a linear SCM at the
+    stationary distance D* = K x sigma^2 / (2 - K x), against 2 N / (K x) + 1."""
+    N, K, x, sigma, n = 50, 2, 0.4, 0.5, 200_000
+    D = K * x * sigma ** 2 / (2 - K * x)
+    rng = np.random.default_rng(3)
+    delta = rng.standard_normal(N)
+    delta *= np.sqrt(D * N) / np.linalg.norm(delta)  # |W - W*|^2 / N = D
+    X = rng.standard_normal((n, N))
+    e = X @ delta / np.sqrt(N) + sigma * rng.standard_normal(n)
+    grads = e[:, None] * X / np.sqrt(N)  # one unit's gradient per sample
+    G2 = np.sum((delta / N) ** 2)  # the exact mean gradient: E[x x^T] = I
+    trace = np.sum(grads.var(axis=0, ddof=1))
+    # statistical: tr(Sigma) from 2e5 samples of a quartic variable, relative error about
+    # sqrt(Var(e^2 |x|^2) / n) / E ~ 2e-3 (kurtosis of order 3); 1 % is five standard errors
+    assert trace / G2 == pytest.approx(committee.gradient_noise_scale_linear_scm(K, x, N), rel=0.01)
+    # and the critical batch is a fixed fraction of it
+    B_c = committee.critical_batch_linear_scm(K, x, N, tolerance=0.1)
+    assert B_c + 1 == pytest.approx(0.1 / 1.1 * (1 - K * x / 2) * (2 * N / (K * x)))

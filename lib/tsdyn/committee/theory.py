@@ -573,6 +573,26 @@ def critical_batch_linear_scm(K, x, N, tolerance=0.1):
     return tolerance * (2.0 - K * x) * N / ((1.0 + tolerance) * K * x) - 1.0
 
 
+def gradient_noise_scale_linear_scm(K, x, N):
+    """McCandlish et al.'s gradient noise scale B_noise = tr(Sigma) / |G|^2 of a linear SCM at its
+    stationary state.
+
+    One sample's gradient with respect to each student unit is e x / sqrt(N), with
+    e = (W - W*) . x / sqrt(N) + label noise. Its mean has |G|^2 = D / N per unit and its
+    covariance tr(Sigma) = D (1 + 1 / N) + sigma^2 (fourth moments of Gaussian x), so
+    B_noise = N + 1 + N sigma^2 / D, the same for every unit and for the sum over K units.
+    At the N -> infinity stationary distance D* = K x sigma^2 / (2 - K x) of
+    :func:`eg_star_linear_scm`,
+
+        B_noise = 2 N / (K x) + 1,
+
+    independent of sigma; the critical batch of :func:`critical_batch_linear_scm` is
+    B_c + 1 = tolerance / (1 + tolerance) (1 - K x / 2) (B_noise - 1).
+    """
+    _check_rule(K, x, N)
+    return 2.0 * N / (K * x) + 1.0
+
+
 def _c_n(N, B):
     """c_N = (B + 1) / (B N): the finite-N excess of the linear SCM's mean square step
     (see :func:`eg_star_linear_scm`)."""
