@@ -409,3 +409,42 @@ def median_ci(x, *, q=0.95, n_boot=2000, seed=0):
         raise ValueError(f"x (independent values) must be a 1-d array of at least 2; got shape {x.shape}")
     _validate.real("q", q, low=0.0, high=1.0, low_open=True, high_open=True, doc="coverage")
     return tuple(float(v) for v in bootstrap_median(x, level=q, n_boot=n_boot, seed=seed))
+
+
+def value_at(runs, t, t_obs):
+    """Each run's value at time ``t_obs``, interpolated linearly between the two grid
+    times around it (exact when ``t_obs`` is on the grid). ``runs``: array (runs, t)."""
+    runs = np.atleast_2d(np.asarray(runs, float))
+    t = np.asarray(t, float)
+    _validate.real("t_obs", t_obs, low=float(t[0]), high=float(t[-1]) * (1 + 1e-12),
+                   doc="observation time within the run")
+    return np.array([np.interp(t_obs, t, r) for r in runs])
+
+
+def paired_ratio(x, ref):
+    """mean(x)/mean(ref) - 1 for paired runs (run i of ``x`` and of ``ref`` share their
+    random numbers) and its delta-method standard error,
+    sd(x - r ref)/(sqrt(n) mean(ref)) with r = mean(x)/mean(ref); zero when x is ref.
+    Returns (deviation, se)."""
+    x, ref = np.asarray(x, float), np.asarray(ref, float)
+    if x.shape != ref.shape or x.ndim != 1 or x.size < 2:
+        raise ValueError(f"x and ref (paired runs) must be 1-d arrays of the same length >= 2; "
+                         f"got shapes {x.shape}, {ref.shape}")
+    r = x.mean() / ref.mean()
+    se = (x - r * ref).std(ddof=1) / (np.sqrt(x.size) * abs(ref.mean()))
+    return float(r - 1.0), float(se)
+
+
+def log_crossing(batches, values, level):
+    """The first batch fraction at which ``values`` (non-negative, e.g. |deviation|) rises
+    from below ``level`` to at least it, interpolated linearly in log(batch) between the
+    two scanned fractions around it; nan if it never does within the scan (or is already
+    above ``level`` at the first fraction)."""
+    b, v = np.asarray(batches, float), np.asarray(values, float)
+    if v[0] >= level:
+        return float("nan")
+    for i in range(1, len(b)):
+        if v[i] >= level:
+            f = (level - v[i - 1]) / (v[i] - v[i - 1])
+            return float(np.exp(np.log(b[i - 1]) + f * (np.log(b[i]) - np.log(b[i - 1]))))
+    return float("nan")

@@ -8,12 +8,16 @@ the matched step b eta, which has the same clock and the same number of steps bu
 noise. What SGD does beyond that control is the effect of the noise.
 """
 
+import math
 from dataclasses import replace
 
 import numpy as np
+import xarray as xr
 
-from .analysis import (difference, escape_times, mean_se, median_ci, median_difference_ci,
-                       simulate_seeds, solve_seeds)
+from .. import _validate
+from .analysis import (curve_seed, difference, escape_times, log_crossing, mean_se, median_ci,
+                       median_difference_ci, paired_ratio, simulate_seeds, solve_seeds, value_at)
+from .params import Params, check_params
 
 
 def matched_step_gd(params):
@@ -111,3 +115,157 @@ def step_or_noise(b, sgd_sols, sgd_sim, gd_sols, gd_sim, *, full_sols=None, full
                             shift=median_difference_ci(es, ef, q=q, n_boot=n_boot, seed=seed + 4),
                             min_full=mean_se(mins_f), min_shift=difference(mins_s, mins_f))
     return out
+
+
+# The talk's two-cluster problem (chapter 3, Fig. 1): the default model of the scan.
+RULE_MODEL = Params(alpha=2.0, Delta=0.5, rho=0.5, lam=0.0, R0=0.01, loss="logistic",
+                    model="two-cluster")
+RULE_OBSERVABLES = {"train_loss": "training loss per sample at a fixed sample time b t",
+                    "eg": "test error at a fixed sample time b t",
+                    "train_energy": "training loss per dimension at a fixed sample time b t"}
+
+
+def scaling_rule_scan(temperature, batches, *, sample_time, params=None, observable="train_loss",
+                      d=400, seeds=32, dmft_seeds=8, n_samples=4000, n_resp=1000, seed=0,
+                      tolerance=0.1, executor=None, cache=None):
+    """The linear scaling rule at fixed batch-noise temperature: DMFT and SGD across batch
+    fractions, on the clock of sample visits u = b t.
+
+    Derivation (appendix ``dmft_derivation``, eqs. E1, E3 and the discrete process): with
+    the gradient summed over a Bernoulli(b) batch, s = b + (s - b), one step of length eta
+    is a drift b eta (gradient of the full training loss) plus a noise of covariance
+    eta^2 b (1 - b) sum_mu g_mu g_mu^T. In the DMFT every drift term carries b eta per step
+    (the force b sqrt(Delta) Lambda', lamhat = alpha Delta b <Lambda''>, the b^2 part of
+    M_R and of M_C, dm/dt), while every stochastic term, the diagonal b (1 - b) part of
+    M_C (alpha Delta b (1 - b) <Lambda'^2> delta_kl, white) and the sample's own batch
+    fluctuation (s - b) sqrt(Delta) Lambda', has per-step variance eta^2 b (1 - b). On
+    the clock u = b t, advanced by h = b eta per step, the equations are therefore those of
+    gradient descent with step h plus a white noise of strength T = eta (1 - b) per unit u
+    (:attr:`Params.temperature`). As h -> 0 at fixed T they tend to a Langevin-type limit
+    that depends on (eta, b) through T alone: the linear scaling rule. The pairs it equates
+    are eta = T/(1 - b) (:meth:`Params.eta_at_temperature`), i.e. in this summed convention
+    the same eta at every small b (the batch-averaged rate b n eta grows with the batch).
+    What the limit drops is the step: h = T b/(1 - b) grows with b, and the rule breaks at
+    the critical fraction b_c = h_c/(T + h_c), where h_c is the gradient-descent step at
+    which the observable at fixed u departs from its h -> 0 value by ``tolerance`` (beyond
+    it lies the stability limit of gradient descent, h ~ 2/lambda_max of the Hessian).
+
+    The rule's prediction at each b is the observable at the smallest fraction of the scan,
+    ``batches[0]`` (the reference, deviation exactly 0). The theory is the DMFT at dt = eta
+    (:func:`~tsdyn.dmft.solve`, the d -> infinity limit of the discrete algorithm), the
+    simulation SGD at dimension ``d`` (:func:`~tsdyn.dmft.simulate`); they meet only in the
+    parameters. Each curve is run for the least number of steps that reaches
+    u = ``sample_time`` and read there (linear interpolation between steps when u is not
+    on the grid u_k = k b eta).
+
+    Pairing: across batch fractions the simulations share their training sets, initial
+    weights and batch random streams (child ``i`` of one root seed for all b; the chain's
+    path differs because b does), and the DMFT solutions share their Monte Carlo samples
+    (clusters, h0, initial fields, noise normals). Each deviation is the paired ratio
+    mean(obs_b)/mean(obs_ref) - 1 with its delta-method standard error
+    (:func:`~tsdyn.dmft.paired_ratio`), so what is common to all fractions cancels.
+
+    Parameters
+    ----------
+    temperature : float
+        T = eta (1 - b), held fixed: eta = T/(1 - b) at each b (plain SGD).
+    batches : sequence of float
+        Batch fractions, increasing, in (0, 1); the first is the reference.
+    sample_time : float
+        u = b t at which the observable is read.
+    params : Params, optional
+        The model (its b, eta and tau are replaced); default :data:`RULE_MODEL`.
+    observable : "train_loss", "eg" or "train_energy"
+    d, seeds : simulation dimension and training sets per fraction (>= 2).
+    dmft_seeds, n_samples, n_resp : DMFT solutions per fraction and their samples.
+    seed : int
+        Root of both sets of random numbers (independent streams for theory and simulation).
+    tolerance : float
+        |deviation| at which the rule counts as broken.
+    executor, cache : as in :func:`~tsdyn.dmft.simulate_seeds`.
+
+    Returns
+    -------
+    xarray.Dataset over ``batch`` (b): deviation_theory, deviation_theory_se, deviation,
+    deviation_se, deviation_lo, deviation_hi (+- 1 s.e.), observable_theory (+ _se, over the
+    DMFT solutions), observable_sim (+ _se, over training sets), eta, sample_step (b eta),
+    with attrs temperature_symbol, temperature, observable, sample_time,
+    critical_batch_formula, critical_batch_theory (the DMFT deviation's crossing of
+    ``tolerance``, interpolated in log b), critical_sample_step_theory (h_c there),
+    critical_batch_measured (+ _lo, _hi: the crossings of the far and the near end of the
+    +- 1 s.e. interval), tolerance, and the model's parameters.
+    """
+    base = RULE_MODEL if params is None else params
+    check_params(base)
+    _validate.real("temperature", temperature, low=0.0, low_open=True,
+                   doc="batch-noise temperature eta (1 - b)")
+    _validate.real("sample_time", sample_time, low=0.0, low_open=True, doc="sample time b t")
+    _validate.real("tolerance", tolerance, low=0.0, low_open=True, doc="relative deviation")
+    if observable not in RULE_OBSERVABLES:
+        raise ValueError(f"observable must be one of {tuple(RULE_OBSERVABLES)}; got {observable!r}")
+    try:
+        batches = [float(b) for b in batches]
+    except (TypeError, ValueError):
+        raise ValueError(f"batches (batch fractions) must be a sequence of numbers; got {batches!r}")
+    if len(batches) < 2:
+        raise ValueError(f"batches (batch fractions) must hold at least 2 values; got {batches!r}")
+    for b in batches:
+        _validate.real("batches", b, low=0.0, high=1.0, low_open=True, high_open=True,
+                       doc="batch fraction; 1 has no temperature")
+    if any(b2 <= b1 for b1, b2 in zip(batches, batches[1:])):
+        raise ValueError(f"batches (batch fractions) must be strictly increasing; got {batches!r}")
+    _validate.integer("seeds", seeds, low=2, doc="training sets per batch fraction")
+    _validate.integer("dmft_seeds", dmft_seeds, low=2, doc="DMFT solutions per batch fraction")
+    _validate.integer("seed", seed, low=0, doc="root seed")
+    key = ("scaling rule", base.attrs(), float(temperature), float(sample_time), int(seed))
+    theory_root, sim_root = curve_seed("dmft", *key), curve_seed("simulation", *key, int(d))
+    rows = []
+    for b in batches:
+        p = replace(base, b=b, eta=Params.eta_at_temperature(temperature, b), tau=None)
+        steps = max(1, math.ceil(sample_time / p.sample_step - 1e-9))
+        t_max = steps * p.eta
+        _, _, sols = solve_seeds(p, t_max, seeds=dmft_seeds, seed=theory_root, executor=executor,
+                                 cache=cache, n_samples=n_samples, n_resp=n_resp)
+        th = np.array([value_at(s[observable].values, b * s.t.values, sample_time)[0]
+                       for s in sols])
+        sim = simulate_seeds(p, t_max, d=d, seeds=seeds, seed=sim_root, executor=executor,
+                             cache=cache)
+        si = value_at(sim[observable + "_run"].values, b * sim.t.values, sample_time)
+        rows.append((p, th, si))
+    th_ref, si_ref = rows[0][1], rows[0][2]
+    dev_th = np.array([paired_ratio(th, th_ref) for _, th, _ in rows])
+    dev_si = np.array([paired_ratio(si, si_ref) for _, _, si in rows])
+    ms_th = np.array([mean_se(th) for _, th, _ in rows])
+    ms_si = np.array([mean_se(si) for _, _, si in rows])
+    lo, hi = dev_si[:, 0] - dev_si[:, 1], dev_si[:, 0] + dev_si[:, 1]
+    near = np.where(lo * hi <= 0, 0.0, np.minimum(np.abs(lo), np.abs(hi)))
+    far = np.maximum(np.abs(lo), np.abs(hi))
+    b_th = log_crossing(batches, np.abs(dev_th[:, 0]), tolerance)
+    attrs = {**base.attrs(), "kind": "scaling rule scan",
+             "temperature_symbol": r"\eta(1-b)", "temperature": float(temperature),
+             "observable": RULE_OBSERVABLES[observable], "observable_var": observable,
+             "sample_time": float(sample_time), "reference_batch": batches[0],
+             "critical_batch_formula": (r"b_c=\frac{h_c}{T+h_c},\quad T=\eta(1-b),\quad "
+                                        r"h_c=b_c\eta_c:\ |\delta(h_c)|=\mathrm{tol}"),
+             "critical_batch_theory": b_th,
+             "critical_sample_step_theory": (float(temperature * b_th / (1 - b_th))
+                                             if np.isfinite(b_th) else float("nan")),
+             "critical_batch_measured": log_crossing(batches, np.abs(dev_si[:, 0]), tolerance),
+             "critical_batch_measured_lo": log_crossing(batches, far, tolerance),
+             "critical_batch_measured_hi": log_crossing(batches, near, tolerance),
+             "tolerance": float(tolerance), "d": int(d), "seeds": int(seeds),
+             "dmft_seeds": int(dmft_seeds), "n_samples": int(n_samples), "n_resp": int(n_resp),
+             "seed": int(seed),
+             "pairing": "simulations: same training sets, initial weights and batch streams "
+                        "at every b; DMFT: same Monte Carlo samples at every b"}
+    bvar = "batch"
+    return xr.Dataset(
+        {"deviation_theory": (bvar, dev_th[:, 0]), "deviation_theory_se": (bvar, dev_th[:, 1]),
+         "deviation": (bvar, dev_si[:, 0]), "deviation_se": (bvar, dev_si[:, 1]),
+         "deviation_lo": (bvar, lo), "deviation_hi": (bvar, hi),
+         "observable_theory": (bvar, ms_th[:, 0]), "observable_theory_se": (bvar, ms_th[:, 1]),
+         "observable_sim": (bvar, ms_si[:, 0]), "observable_sim_se": (bvar, ms_si[:, 1]),
+         "eta": (bvar, np.array([p.eta for p, _, _ in rows])),
+         "sample_step": (bvar, np.array([p.sample_step for p, _, _ in rows]))},
+        coords={bvar: (bvar, np.array(batches), {"long_name": "batch fraction b"})},
+        attrs=attrs)

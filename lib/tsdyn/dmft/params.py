@@ -128,6 +128,35 @@ class Params:
         return min(p01, 1.0), min(p10, 1.0)
 
     @property
+    def sample_step(self):
+        """b eta: how far one step advances the clock of sample visits b t (the step of the
+        matched gradient descent, :func:`tsdyn.dmft.matched_step_gd`)."""
+        return self.b * self.eta
+
+    @property
+    def temperature(self):
+        """eta (1 - b): the strength of the batch noise per unit of the sample clock b t.
+
+        Plain SGD with a Bernoulli(b) batch and the gradient summed over it (eq. E1) moves
+        w per step by the drift -b eta grad and a noise of covariance eta^2 b (1 - b) G,
+        G = sum_mu g_mu g_mu^T over the per-sample gradients; per unit of b t (b eta per
+        step) that is the drift -grad and the covariance eta (1 - b) G. In terms of the
+        sample-clock step h = b eta it reads h (1 - b)/b, the talk's eta (1 - b)/b with its
+        eta the step of the batch-averaged gradient.
+        """
+        return self.eta * (1.0 - self.b)
+
+    @staticmethod
+    def eta_at_temperature(temperature, b):
+        """The learning rate eta = T/(1 - b) of plain SGD at batch fraction ``b`` with
+        temperature ``T`` = eta (1 - b) (:attr:`temperature`)."""
+        _validate.real("temperature", temperature, low=0.0, low_open=True,
+                       doc="batch-noise temperature eta (1 - b)")
+        _validate.real("b", b, low=0.0, high=1.0, low_open=True, high_open=True,
+                       doc="mean batch fraction (a temperature needs b < 1)")
+        return temperature / (1.0 - b)
+
+    @property
     def algorithm(self):
         """'gd' (b = 1), 'sgd' (tau None) or 'psgd'."""
         if self.b == 1.0:

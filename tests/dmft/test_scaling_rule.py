@@ -1,0 +1,115 @@
+"""The linear scaling rule at fixed batch-noise temperature T = eta (1 - b): DMFT and SGD
+on the clock of sample visits b t (chapter 6)."""
+
+import numpy as np
+import pytest
+
+from tsdyn import dmft
+
+T = 0.2
+BATCHES = [1 / 9, 1 / 3, 2 / 3, 8 / 9]  # matched steps b eta = T b/(1-b) = 0.025, 0.1, 0.4, 1.6
+SCAN = dict(temperature=T, batches=BATCHES, sample_time=3.2, d=200, seeds=16, dmft_seeds=4,
+            n_samples=2000, n_resp=500, seed=0)
+
+
+@pytest.fixture(scope="module")
+def scan():
+    return dmft.scaling_rule_scan(**SCAN)
+
+
+def test_temperature_and_the_rule_pairs():
+    p = dmft.Params(alpha=2.0, Delta=0.5, b=0.25, eta=0.4)
+    assert p.temperature == pytest.approx(0.3) and p.sample_step == pytest.approx(0.1)
+    eta = dmft.Params.eta_at_temperature(0.3, 0.25)
+    assert eta == pytest.approx(0.4)
+    # T = h (1 - b)/b in terms of the sample-clock step h = b eta (the talk's eta (1-b)/b)
+    assert p.temperature == pytest.approx(p.sample_step * (1 - p.b) / p.b)
+    with pytest.raises(ValueError, match="temperature"):
+        dmft.Params.eta_at_temperature(0.0, 0.5)
+    with pytest.raises(ValueError, match="b "):
+        dmft.Params.eta_at_temperature(0.2, 1.0)
+
+
+def test_helpers():
+    t = np.array([0.0, 1.0, 2.0])
+    np.testing.assert_allclose(dmft.value_at([[0.0, 2.0, 4.0], [1.0, 1.0, 3.0]], t, 1.5), [3.0, 2.0])
+    with pytest.raises(ValueError, match="t_obs"):
+        dmft.value_at([[0.0, 1.0, 2.0]], t, 2.5)
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    assert dmft.paired_ratio(x, x) == (0.0, 0.0)
+    dev, se = dmft.paired_ratio(1.1 * x, x)  # a common factor: exact, no error
+    assert dev == pytest.approx(0.1) and se == pytest.approx(0.0, abs=1e-12)
+    with pytest.raises(ValueError, match="paired"):
+        dmft.paired_ratio(x, x[:3])
+    # crossing of 0.1 between 0.05 (b = 0.25) and 0.15 (b = 1): half-way in log b, b = 0.5
+    assert dmft.log_crossing([0.25, 1.0], [0.05, 0.15], 0.1) == pytest.approx(0.5)
+    assert np.isnan(dmft.log_crossing([0.25, 1.0], [0.05, 0.06], 0.1))
+
+
+def test_theory_below_the_break_is_the_rule(scan):
+    d = scan.deviation_theory.values
+    assert d[0] == 0.0 and scan.deviation_theory_se.values[0] == 0.0  # the reference itself
+    # b = 1/3, step 0.1: the rule holds up to the O(h) step correction, about 0.08 h = 0.008
+    # at this u (measured at d = 400, 8 solutions: -0.0088 +- 0.0018), plus 3 s.e. of the
+    # paired Monte Carlo ratio: well inside 0.02, a fifth of the tolerance
+    assert abs(d[1]) < 0.02 + 3 * scan.deviation_theory_se.values[1]
+
+
+def test_deviation_grows_across_the_break(scan):
+    d, se = np.abs(scan.deviation_theory.values), scan.deviation_theory_se.values
+    # each larger b (doubling-plus of the step) deviates more, by more than 3 paired s.e.
+    assert np.all(np.diff(d) > 3 * np.hypot(se[1:], se[:-1]))
+    assert d[-1] > scan.attrs["tolerance"]  # b = 8/9 (step 1.6) lies past the break
+    s, sse = np.abs(scan.deviation.values), scan.deviation_se.values
+    assert s[-1] - s[1] > 3 * np.hypot(sse[-1], sse[1])
+    # the predicted break, b_c = h_c/(T + h_c), lies between the last two fractions
+    b_c = scan.attrs["critical_batch_theory"]
+    assert 2 / 3 < b_c < 8 / 9
+    assert scan.attrs["critical_sample_step_theory"] == pytest.approx(T * b_c / (1 - b_c))
+
+
+def test_simulation_against_theory(scan):
+    # at the two fractions around the break the simulated deviation (d = 200, 16 paired
+    # training sets) lies within 3 combined s.e. of the DMFT's: finite-d offsets of the
+    # observable are common to both fractions of a paired ratio and cancel to first order
+    for i in (2, 3):
+        gap = scan.deviation.values[i] - scan.deviation_theory.values[i]
+        se = np.hypot(scan.deviation_se.values[i], scan.deviation_theory_se.values[i])
+        assert abs(gap) < 3 * se, (i, gap, se)
+    a = scan.attrs
+    assert a["critical_batch_measured_lo"] <= a["critical_batch_measured"] <= a["critical_batch_measured_hi"]
+    assert 2 / 3 < a["critical_batch_measured"] < 8 / 9
+
+
+def test_pairing_shrinks_the_error(scan):
+    # the same training sets at every b: the paired deviation's s.e. is smaller than the
+    # unpaired one, sqrt(2) se(obs)/obs, by the cancelling training-set fluctuations
+    i = 2
+    unpaired = np.sqrt(2) * scan.observable_sim_se.values[i] / scan.observable_sim.values[0]
+    assert scan.deviation_se.values[i] < 0.5 * unpaired
+
+
+def test_attrs_glue_as_plain_values(scan):
+    for key in ("temperature", "critical_batch_theory", "critical_batch_measured",
+                "critical_batch_measured_lo", "critical_batch_measured_hi", "tolerance"):
+        assert isinstance(scan.attrs[key], float)
+    for key in ("temperature_symbol", "observable", "critical_batch_formula"):
+        assert isinstance(scan.attrs[key], str)
+    np.testing.assert_allclose(scan.eta.values * (1 - scan.batch.values), T)
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(batches=[0.5, 0.25]), "increasing"),
+    (dict(batches=[0.5]), "at least 2"),
+    (dict(batches=[0.5, 1.0]), "batches"),
+    (dict(batches="ab"), "batches"),
+    (dict(temperature=-0.1), "temperature"),
+    (dict(sample_time=0.0), "sample_time"),
+    (dict(tolerance=0.0), "tolerance"),
+    (dict(observable="m"), "observable"),
+    (dict(seeds=1), "seeds"),
+    (dict(params="two-cluster"), "params"),
+])
+def test_bad_input(change, match):
+    with pytest.raises(ValueError, match=match):
+        dmft.scaling_rule_scan(**{**SCAN, **change})
