@@ -126,8 +126,8 @@ RULE_OBSERVABLES = {"train_loss": "training loss per sample at a fixed sample ti
 
 
 def scaling_rule_scan(temperature, batches, *, sample_time, params=None, observable="train_loss",
-                      d=400, seeds=32, dmft_seeds=8, n_samples=4000, n_resp=1000, seed=0,
-                      tolerance=0.1, executor=None, cache=None):
+                      d=400, seeds=32, dmft_seeds=16, n_samples=8000, n_resp=1000, seed=0,
+                      tolerance=0.1, matched_gd=True, executor=None, cache=None):
     """The linear scaling rule at fixed batch-noise temperature: DMFT and SGD across batch
     fractions, on the clock of sample visits u = b t.
 
@@ -182,6 +182,14 @@ def scaling_rule_scan(temperature, batches, *, sample_time, params=None, observa
         Root of both sets of random numbers (independent streams for theory and simulation).
     tolerance : float
         |deviation| at which the rule counts as broken.
+    matched_gd : bool
+        Also solve the DMFT of gradient descent at each matched step h = b eta (no batch
+        noise; :func:`matched_step_gd`), with the same Monte Carlo samples, to split the
+        theory's deviation into the step and the noise: step_deviation_theory =
+        GD(h_b)/GD(h_ref) - 1 (the step alone) and noise_theory = SGD(b)/GD(h_b) - 1 (what
+        the temperature adds at this b; the rule says it is the same at every b). Its own
+        crossing of ``tolerance`` gives h_c and b_c = h_c/(T + h_c) from gradient descent
+        alone (critical_batch_gd_theory).
     executor, cache : as in :func:`~tsdyn.dmft.simulate_seeds`.
 
     Returns
@@ -231,12 +239,21 @@ def scaling_rule_scan(temperature, batches, *, sample_time, params=None, observa
         sim = simulate_seeds(p, t_max, d=d, seeds=seeds, seed=sim_root, executor=executor,
                              cache=cache)
         si = value_at(sim[observable + "_run"].values, b * sim.t.values, sample_time)
-        rows.append((p, th, si))
+        if matched_gd:
+            gd = matched_step_gd(p)
+            _, _, gsols = solve_seeds(gd, steps * gd.eta, seeds=dmft_seeds, seed=theory_root,
+                                      executor=executor, cache=cache, n_samples=n_samples,
+                                      n_resp=n_resp)
+            gth = np.array([value_at(s[observable].values, s.t.values, sample_time)[0]
+                            for s in gsols])
+        else:
+            gth = None
+        rows.append((p, th, si, gth))
     th_ref, si_ref = rows[0][1], rows[0][2]
-    dev_th = np.array([paired_ratio(th, th_ref) for _, th, _ in rows])
-    dev_si = np.array([paired_ratio(si, si_ref) for _, _, si in rows])
-    ms_th = np.array([mean_se(th) for _, th, _ in rows])
-    ms_si = np.array([mean_se(si) for _, _, si in rows])
+    dev_th = np.array([paired_ratio(r[1], th_ref) for r in rows])
+    dev_si = np.array([paired_ratio(r[2], si_ref) for r in rows])
+    ms_th = np.array([mean_se(r[1]) for r in rows])
+    ms_si = np.array([mean_se(r[2]) for r in rows])
     lo, hi = dev_si[:, 0] - dev_si[:, 1], dev_si[:, 0] + dev_si[:, 1]
     near = np.where(lo * hi <= 0, 0.0, np.minimum(np.abs(lo), np.abs(hi)))
     far = np.maximum(np.abs(lo), np.abs(hi))
@@ -259,13 +276,27 @@ def scaling_rule_scan(temperature, batches, *, sample_time, params=None, observa
              "pairing": "simulations: same training sets, initial weights and batch streams "
                         "at every b; DMFT: same Monte Carlo samples at every b"}
     bvar = "batch"
+    extra = {}
+    if matched_gd:
+        step = np.array([paired_ratio(r[3], rows[0][3]) for r in rows])
+        noise = np.array([paired_ratio(r[1], r[3]) for r in rows])
+        ms_gd = np.array([mean_se(r[3]) for r in rows])
+        extra = {"step_deviation_theory": (bvar, step[:, 0]),
+                 "step_deviation_theory_se": (bvar, step[:, 1]),
+                 "noise_theory": (bvar, noise[:, 0]), "noise_theory_se": (bvar, noise[:, 1]),
+                 "observable_gd_theory": (bvar, ms_gd[:, 0]),
+                 "observable_gd_theory_se": (bvar, ms_gd[:, 1])}
+        b_gd = log_crossing(batches, np.abs(step[:, 0]), tolerance)
+        attrs["critical_batch_gd_theory"] = b_gd
+        attrs["critical_sample_step_gd_theory"] = (float(temperature * b_gd / (1 - b_gd))
+                                                   if np.isfinite(b_gd) else float("nan"))
     return xr.Dataset(
         {"deviation_theory": (bvar, dev_th[:, 0]), "deviation_theory_se": (bvar, dev_th[:, 1]),
          "deviation": (bvar, dev_si[:, 0]), "deviation_se": (bvar, dev_si[:, 1]),
          "deviation_lo": (bvar, lo), "deviation_hi": (bvar, hi),
          "observable_theory": (bvar, ms_th[:, 0]), "observable_theory_se": (bvar, ms_th[:, 1]),
          "observable_sim": (bvar, ms_si[:, 0]), "observable_sim_se": (bvar, ms_si[:, 1]),
-         "eta": (bvar, np.array([p.eta for p, _, _ in rows])),
-         "sample_step": (bvar, np.array([p.sample_step for p, _, _ in rows]))},
+         "eta": (bvar, np.array([r[0].eta for r in rows])),
+         "sample_step": (bvar, np.array([r[0].sample_step for r in rows])), **extra},
         coords={bvar: (bvar, np.array(batches), {"long_name": "batch fraction b"})},
         attrs=attrs)
