@@ -97,3 +97,27 @@ class Params:
     def attrs(self):
         """The parameters as flat, netCDF-safe attributes (with n_b and gamma)."""
         return _validate.flat_attrs(self, n_b=self.n_b, gamma=self.gamma)
+
+
+HERMITE_NAMES = {1: "linear", 2: "he2", 3: "he3", 4: "he4"}  # He_ell / sqrt(ell!) by information exponent
+RULE_VARIANTS = {"projected": ("square", "projected"), "correlation": ("correlation", "projected")}
+
+
+def fixed_temperature_params(*, d, ell, temperature0, n_b, variant="projected", eta=0.5):
+    """Params of one point of a linear-scaling-rule scan (chapter 6): He_ell target and student,
+    batch ``n_b``, learning rate gamma = T n_b at the fixed temperature T = gamma / n_b =
+    ``temperature0`` d^(-ell/2) (the chapter's best rate, delta = ell/2 - mu, has gamma0 / n0 =
+    ``temperature0``), start m0 = d^-1/2; ``variant`` "projected" (square loss) or "correlation"."""
+    _validate.integer("ell", ell, low=2, doc="information exponent, 2 to 4")
+    if ell > 4:
+        raise ValueError(f"ell (information exponent, 2 to 4) must be <= 4; got {ell}")
+    _validate.integer("d", d, low=2, doc="input dimension")
+    _validate.integer("n_b", n_b, low=1, doc="batch size")
+    _validate.real("temperature0", temperature0, low=0.0, low_open=True,
+                   doc="temperature gamma / n_b in units of d^(-ell/2)")
+    if variant not in RULE_VARIANTS:
+        raise ValueError(f"variant must be one of {tuple(RULE_VARIANTS)}; got {variant!r}")
+    loss, algorithm = RULE_VARIANTS[variant]
+    gamma = temperature0 * d ** (-ell / 2) * n_b
+    return Params(d=d, mu=0.0, delta=0.0, n0=float(n_b), gamma0=gamma, target=HERMITE_NAMES[ell],
+                  activation=HERMITE_NAMES[ell], loss=loss, algorithm=algorithm, eta=eta, m0=d ** -0.5)

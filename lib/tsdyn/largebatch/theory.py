@@ -1125,3 +1125,116 @@ def _crossing(passed):
         return 0.0
     lo, hi = passed[t - 1], passed[t]
     return float(t - 1 + (0.5 - lo) / (hi - lo))
+
+
+# --------------------------------------------------------------------------- the linear scaling rule (chapter 6)
+#
+# At a fixed temperature T = gamma / n_b, one step moves a small overlap by
+# gamma (A - m B) - (gamma T / 2) m tr Cov(F z) + O(gamma^2)   (eqs. eq-largebatch-map, -small-m):
+# on the clock tau = gamma t the drift and the noise depend on T only, and the samples
+# n_b t = tau / T to reach eta are the same at every batch (the rule). What is left is O(gamma) =
+# O(T n_b): the discreteness of a step, and for projected SGD its radial part 2 gamma B (B = -ell at
+# m = 0, square loss), which is O(1) once gamma is. The functions below measure that remainder on
+# the deterministic dynamics (:func:`recovery_time`), never calling the simulation.
+
+
+def rule_samples(params, *, max_steps=10 ** 9, whole_steps=True):
+    """Samples n_b T to weak recovery of the deterministic dynamics from ``params.m0`` (d^-1/2 if
+    None), with the crossing of eta placed between steps (:func:`recovery_time`, ``fractional``); inf if
+    never. With ``whole_steps`` (default) half a step is added, n_b (T + 1/2): SGD stops at the first
+    whole step past eta and pays for that step's whole batch, and over runs whose crossings spread over
+    many steps the part of the last step left over is uniform on average (the count a run reports)."""
+    T = recovery_time(params, m0=params.m0, max_steps=max_steps, fractional=True)
+    return float(params.n_b * (T + (0.5 if whole_steps else 0.0)))
+
+
+def rule_deviation(*, d, ell, temperature0, n_b, reference=1, variant="projected", eta=0.5):
+    """The theory's deviation from the linear scaling rule at batch ``n_b``:
+    S(n_b) / S(reference) - 1, S = :func:`rule_samples` at the fixed temperature gamma / n_b =
+    temperature0 d^(-ell/2) (:func:`tsdyn.largebatch.params.fixed_temperature_params`); inf where
+    the dynamics at n_b never recover."""
+    from .params import fixed_temperature_params
+    kw = dict(d=d, ell=ell, temperature0=temperature0, variant=variant, eta=eta)
+    return rule_samples(fixed_temperature_params(n_b=n_b, **kw)) / rule_samples(
+        fixed_temperature_params(n_b=reference, **kw)) - 1.0
+
+
+def rule_limit_samples(*, d, ell, temperature0, variant="projected", eta=0.5):
+    """The rule's own value: samples to weak recovery as gamma -> 0 at fixed gamma / n_b (the
+    continuous-time, or SDE, limit), extrapolated linearly in gamma from n_b = 1 and 2 (error
+    O(gamma^2) = O((temperature0 d^(-ell/2))^2))."""
+    from .params import fixed_temperature_params
+    kw = dict(d=d, ell=ell, temperature0=temperature0, variant=variant, eta=eta)
+    s1, s2 = (rule_samples(fixed_temperature_params(n_b=n, **kw)) for n in (1, 2))
+    return 2.0 * s1 - s2
+
+
+def rule_critical_batch(*, d, ell, temperature0, tolerance=0.1, reference=1, variant="projected", eta=0.5,
+                        n_max=2 ** 36):
+    """The theory's critical batch: the smallest batch at which |:func:`rule_deviation`| reaches
+    ``tolerance``, found by doubling from ``reference`` and then bisecting on whole batches; the
+    last step is interpolated linearly in log n_b between the two neighbouring whole batches (inf
+    deviation: the upper one). nan if it does not reach it by ``n_max``."""
+    _validate.real("tolerance", tolerance, low=0.0, low_open=True, doc="relative deviation")
+    kw = dict(d=d, ell=ell, temperature0=temperature0, reference=reference, variant=variant, eta=eta)
+    dev = functools.lru_cache(maxsize=None)(lambda n: abs(rule_deviation(n_b=n, **kw)))
+    lo = hi = int(reference)
+    while dev(hi) < tolerance:
+        lo, hi = hi, 2 * hi
+        if hi > n_max:
+            return float("nan")
+    if hi == lo:
+        return float(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if dev(mid) < tolerance else (lo, mid)
+    if not np.isfinite(dev(hi)):
+        return float(hi)
+    frac = (tolerance - dev(lo)) / (dev(hi) - dev(lo))
+    return float(np.exp(np.log(lo) + frac * (np.log(hi) - np.log(lo))))
+
+
+def rule_linear_stage(*, ell, temperature0, variant="projected"):
+    """The d -> infinity step of a small overlap at fixed temperature (ell = 2 only, where the
+    search is a linear growth): with A1 = dE[F nu]/dm, B0 = E[F lambda] and F2 = E[F^2] at m = 0 and
+    noise gamma^2 (d / n_b) F2 = gamma temperature0 F2, one step multiplies m by
+
+        rho(gamma) = (1 + gamma A1) / sqrt((1 + gamma B0)^2 + gamma temperature0 F2),
+
+    against exp(gamma r), r = A1 - B0 - temperature0 F2 / 2, in the rule's limit. Samples to
+    recovery scale as gamma / ln rho(gamma) (the search from d^-1/2 dominates as d grows), so the
+    rule's deviation is r gamma / ln rho(gamma) - 1. Returns a dict with A1, B0, F2, r and the
+    function ``deviation(gamma)`` (inf where rho <= 1: the noise wins)."""
+    from .params import fixed_temperature_params
+    if ell != 2:
+        raise ValueError(f"ell (information exponent) must be 2 for the linear stage; got {ell}")
+    p = fixed_temperature_params(d=64, ell=ell, temperature0=temperature0, n_b=1, variant=variant)
+    h = 1e-4
+    m_plus, m_zero = (moments(p, np.array([[m]]), np.eye(1)) for m in (h, 0.0))
+    A1 = float((m_plus["F_nu"][0, 0] - m_zero["F_nu"][0, 0]) / h)
+    B0, F2 = float(m_zero["F_lam"][0, 0]), float(m_zero["FF"][0, 0])
+    r = A1 - B0 - temperature0 * F2 / 2
+
+    def deviation(gamma):
+        rho = (1 + gamma * A1) / np.sqrt((1 + gamma * B0) ** 2 + gamma * temperature0 * F2)
+        return r * gamma / np.log(rho) - 1.0 if rho > 1 else np.inf
+
+    return {"A1": A1, "B0": B0, "F2": F2, "r": r, "deviation": deviation}
+
+
+def rule_linear_stage_gamma(*, ell, temperature0, tolerance=0.1, variant="projected"):
+    """gamma_eps: the learning rate at which the linear-stage deviation
+    (:func:`rule_linear_stage`) first reaches ``tolerance`` in absolute value (scan, then bisection);
+    the critical batch is then n_b* = gamma_eps / T = gamma_eps d^(ell/2) / temperature0. nan if
+    not below gamma = 100."""
+    dev = rule_linear_stage(ell=ell, temperature0=temperature0, variant=variant)["deviation"]
+    grid = np.geomspace(1e-4, 100, 400)
+    above = [abs(dev(g)) >= tolerance for g in grid]
+    if not any(above):
+        return float("nan")
+    i = above.index(True)
+    lo, hi = grid[max(i - 1, 0)], grid[i]
+    for _ in range(60):
+        mid = np.sqrt(lo * hi)
+        lo, hi = (mid, hi) if abs(dev(mid)) < tolerance else (lo, mid)
+    return float(np.sqrt(lo * hi))

@@ -1,0 +1,183 @@
+"""The linear scaling rule in one-pass SGD on a single-index target (chapter 6, from chapter 2).
+
+Is the batch size a temperature? Hold T = gamma / n_b fixed and grow the batch: the theory
+(:mod:`.theory`, the deterministic dynamics of the overlap) and the exact-in-law sampler
+(:mod:`.simulate`, ``sampler="reduced"``) are compared on the number of samples to weak recovery.
+The two meet only in :func:`tsdyn.largebatch.params.fixed_temperature_params`.
+"""
+
+import math
+
+import numpy as np
+import xarray as xr
+
+from .. import _seeds, _validate
+from ..stats import bootstrap_median, critical_batch
+from . import theory
+from .params import fixed_temperature_params
+from .simulate import recovery_time
+
+
+def _check_batches(batches):
+    try:
+        batches = [int(b) for b in batches]
+    except (TypeError, ValueError):
+        raise ValueError(f"batches (batch sizes) must be whole numbers; got {batches!r}") from None
+    if len(batches) < 2 or batches[0] < 1 or any(b <= a for a, b in zip(batches, batches[1:])):
+        raise ValueError(f"batches (batch sizes) must be at least two increasing sizes >= 1; got {batches}")
+    return batches
+
+
+def paired_ratio_interval(samples, *, level=0.68, n_boot=2000, seed=0):
+    """Median samples per batch over the runs and the ratio of each median to the first batch's, with a
+    percentile-bootstrap interval that resamples the runs (columns) jointly at every batch (rows), so
+    that the pairing of run j across batches is kept. +inf (a censored run) ranks above every finite
+    value; the interval is read from order statistics (no interpolation with inf).
+
+    Returns (median, ratio, ratio_lo, ratio_hi), arrays over batches."""
+    _validate.real("level", level, low=0.0, high=1.0, low_open=True, high_open=True, doc="coverage")
+    _validate.integer("n_boot", n_boot, low=100, doc="bootstrap resamples")
+    S = np.asarray(samples, float)
+    idx = np.random.default_rng(seed).integers(0, S.shape[1], size=(n_boot, S.shape[1]))
+    boot = np.median(S[:, idx], axis=-1)  # (batches, n_boot)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio_boot = boot / boot[:1]
+        med = np.median(S, axis=1)
+        ratio = med / med[0]
+        q = (1 - level) / 2
+        lo = np.quantile(ratio_boot, q, axis=1, method="lower")
+        hi = np.quantile(ratio_boot, 1 - q, axis=1, method="higher")
+    return med, ratio, lo, hi
+
+
+def scaling_rule_scan(*, d, ell=2, temperature0=0.15, batches, variant="projected", seeds=64, seed=0,
+                      tolerance=0.1, budget=10.0, eta=0.5, n_boot=2000):
+    """The linear scaling rule at fixed temperature T = gamma / n_b = temperature0 d^(-ell/2): samples to
+    weak recovery (|m| >= eta from m0 = d^-1/2) against the batch n_b.
+
+    **Derivation** (chapter 2, eqs. eq-largebatch-map and eq-largebatch-small-m). One step moves a small
+    overlap by gamma (A - m B) - (gamma^2 / 2) (d / n_b) E[F^2] m + O(gamma^2) = gamma [(A - m B) -
+    (T d / 2) E[F^2] m] + O(gamma^2): on the clock tau = gamma t drift and noise depend on T alone
+    (so does the diffusion of m, variance gamma^2 / n_b per step = gamma T per unit tau: the SDE limit),
+    and the samples n_b t = tau / T to recovery are the same at every batch. At the chapter's best rate
+    T = (gamma0 / n0) d^(-ell/2), so temperature0 = gamma0 / n0 of chapter 2. The remainder is O(gamma) =
+    O(T n_b): for ell = 2 a small overlap is multiplied per step by rho(gamma) = (1 + gamma A1) /
+    sqrt((1 + gamma B0)^2 + gamma temperature0 E[F^2]) instead of exp(gamma r), so the rule is off by
+    r gamma / ln rho(gamma) - 1 (:func:`theory.rule_linear_stage`); projected SGD on the square loss has
+    B0 = -ell (its radial step), and the deviation reaches ``tolerance`` at a learning rate gamma_eps of
+    order one: n_b* = gamma_eps / T = gamma_eps d^(ell/2) / temperature0. (For the correlation loss,
+    B0 = 0, the step's own noise gamma^2 (d / n_b) E[F^2] = gamma T d E[F^2] sets it: n_b* ~ d^(ell-1),
+    which for ell = 2 is again ~ d.)
+
+    **Theory**: :func:`theory.rule_deviation` (the deterministic finite-d dynamics, samples with the
+    crossing of eta placed between steps), relative to the smallest batch of ``batches``;
+    :func:`theory.rule_critical_batch` for its crossing of ``tolerance`` (bisection on whole batches),
+    and for ell = 2 the d -> infinity linear-stage formula above (:func:`theory.rule_linear_stage_gamma`).
+
+    **Simulation**: ``seeds`` runs per batch of the exact-in-law sampler (:func:`simulate.recovery_time`,
+    ``sampler="reduced"``), each with a budget of ``budget`` times the theory's samples at the smallest
+    batch (a run past it is censored, +inf, and ranks above every finished one). *Paired*: run j uses the
+    same seed at every batch, hence the same teacher, the same start and the same stream of in-plane
+    input coordinates (sample nu has the same coordinates on span(w, w*) whatever the batch it falls in);
+    only the out-of-plane part, drawn once per step, differs. The deviation is the ratio of the median
+    samples at n_b to the median at the smallest batch, minus 1, with a 68 % percentile bootstrap over
+    the runs resampled jointly across batches (:func:`paired_ratio_interval`).
+
+    Returns
+    -------
+    xarray.Dataset over ``batch`` (n_b): ``deviation_theory``, ``deviation``, ``deviation_lo``,
+    ``deviation_hi``; the raw observables ``samples_theory`` (deterministic dynamics), ``samples``
+    (median of the runs), ``samples_lo``/``samples_hi`` (its 68 % bootstrap interval), ``censored``
+    (runs past the budget), ``gamma``; ``samples_runs`` (batch, run). attrs: the chapter-6 contract
+    (temperature_symbol, temperature, observable, critical_batch_formula, critical_batch_theory,
+    critical_batch_measured(_lo, _hi), tolerance), ``critical_batch_formula_value`` (the ell = 2
+    linear-stage formula; nan otherwise), ``gamma_eps``, ``samples_rule_theory`` (the gamma -> 0
+    limit) and ``reference_offset_theory`` (the smallest batch's theory samples over that limit,
+    minus 1: how far the reference itself is from the rule).
+    """
+    batches = _check_batches(batches)
+    _validate.integer("seeds", seeds, low=4, doc="runs per batch size")
+    _validate.real("tolerance", tolerance, low=0.0, low_open=True, doc="relative deviation")
+    _validate.real("budget", budget, low=1.0, low_open=True, doc="sample budget per run, in units of "
+                   "the theory's samples at the smallest batch")
+    kw = dict(d=d, ell=ell, temperature0=temperature0, variant=variant, eta=eta)
+    params = [fixed_temperature_params(n_b=b, **kw) for b in batches]  # validates d, ell, T, variant
+    # theory
+    s_theory = np.array([theory.rule_samples(p) for p in params])
+    if not np.isfinite(s_theory[0]):
+        raise ValueError(f"batches: the smallest batch {batches[0]} does not recover in the theory at "
+                         f"temperature0 = {temperature0}: the temperature is past the noise line")
+    dev_theory = s_theory / s_theory[0] - 1.0
+    limit = theory.rule_limit_samples(**kw)
+    b_theory = theory.rule_critical_batch(tolerance=tolerance, reference=batches[0], **kw)
+    T = temperature0 * d ** (-ell / 2)
+    if ell == 2:
+        g_eps = theory.rule_linear_stage_gamma(ell=ell, temperature0=temperature0, tolerance=tolerance,
+                                               variant=variant)
+        formula = (r"n_b^*=\frac{\gamma_\epsilon}{\gamma/n_b},\quad \frac{r\,\gamma_\epsilon}{\ln\rho(\gamma_\epsilon)}"
+                   r"=1+\epsilon,\quad \rho(\gamma)=\frac{1+\gamma A_1}{\sqrt{(1+\gamma B_0)^2+\gamma\tau_0\mathbb E[F^2]}}")
+    else:
+        g_eps = float("nan")
+        formula = (r"n_b^*=\frac{\gamma_\epsilon}{\gamma/n_b}\propto d^{\ell/2}" if variant == "projected"
+                   else r"n_b^*\propto\frac{1}{(\gamma/n_b)^2\,d\,\mathbb E[F^2]}\propto d^{\ell-1}")
+    # simulation: paired seeds across batches
+    max_samples = budget * s_theory[0]
+    runs = np.empty((len(batches), seeds))
+    for i, p in enumerate(params):
+        max_steps = int(math.ceil(max_samples / p.n_b))
+        for j in range(seeds):
+            out = recovery_time(p, max_steps, seed=_seeds.child(seed, j), sampler="reduced")
+            runs[i, j] = out["samples"] if out["recovered"] else np.inf
+    med, ratio, r_lo, r_hi = paired_ratio_interval(runs, n_boot=n_boot, seed=seed)
+    _, s_lo, s_hi = bootstrap_median(runs, n_boot=n_boot, seed=seed)
+    dev, lo, hi = ratio - 1.0, r_lo - 1.0, r_hi - 1.0
+    b_c, b_lo, b_hi = critical_batch(batches, dev, lo, hi, tolerance)
+    return xr.Dataset(
+        {"deviation_theory": ("batch", dev_theory), "deviation": ("batch", dev),
+         "deviation_lo": ("batch", lo), "deviation_hi": ("batch", hi),
+         "samples_theory": ("batch", s_theory, {"long_name": "samples to weak recovery, deterministic dynamics"}),
+         "samples": ("batch", med, {"long_name": "median samples to weak recovery over the runs"}),
+         "samples_lo": ("batch", s_lo), "samples_hi": ("batch", s_hi),
+         "censored": ("batch", np.isinf(runs).sum(axis=1)),
+         "gamma": ("batch", np.array([p.gamma for p in params])),
+         "samples_runs": (("batch", "run"), runs)},
+        coords={"batch": batches, "run": np.arange(seeds)},
+        attrs={"temperature_symbol": r"\gamma/n_b", "temperature": float(T),
+               "temperature0": float(temperature0),
+               "observable": "samples to weak recovery",
+               "critical_batch_formula": formula, "critical_batch_theory": float(b_theory),
+               "critical_batch_formula_value": float(g_eps / T), "gamma_eps": float(g_eps),
+               "critical_batch_measured": b_c, "critical_batch_measured_lo": b_lo,
+               "critical_batch_measured_hi": b_hi, "tolerance": float(tolerance),
+               "samples_rule_theory": float(limit), "reference_offset_theory": float(s_theory[0] / limit - 1),
+               "d": int(d), "ell": int(ell), "variant": variant, "eta": float(eta), "seeds": int(seeds),
+               "budget": float(budget), "seed": int(seed), "sampler": "reduced"})
+
+
+def critical_batch_scan(*, ds, ell=2, temperature0=0.15, batches_per_d, variant="projected", seeds=64, seed=0,
+                        tolerance=0.1, budget=10.0, eta=0.5):
+    """The critical batch against d: :func:`scaling_rule_scan` at each d of ``ds`` with the batches
+    ``batches_per_d(d)`` (a callable returning the scan's batch sizes; the same ``seed`` at every d), and
+    the theory's critical batch and formula. Returns an xarray.Dataset over ``d`` with
+    ``critical_batch_theory``, ``critical_batch_formula_value``, ``critical_batch_measured`` (_lo, _hi),
+    and the fitted exponent of the theory's n_b*(d) (attrs ``theory_exponent``; predicted ell / 2 for
+    projected SGD, ell - 1 for the correlation loss)."""
+    ds = [int(d) for d in ds]
+    if len(ds) < 2 or any(b <= a for a, b in zip(ds, ds[1:])):
+        raise ValueError(f"ds (input dimensions) must be at least two increasing sizes; got {ds}")
+    names = ("critical_batch_theory", "critical_batch_formula_value", "critical_batch_measured",
+             "critical_batch_measured_lo", "critical_batch_measured_hi")
+    rows = {k: [] for k in names}
+    for d in ds:
+        scan = scaling_rule_scan(d=d, ell=ell, temperature0=temperature0, batches=batches_per_d(d),
+                                 variant=variant, seeds=seeds, seed=seed, tolerance=tolerance, budget=budget,
+                                 eta=eta)
+        for k in names:
+            rows[k].append(scan.attrs[k])
+    th = np.array(rows["critical_batch_theory"])
+    slope = float(np.polyfit(np.log(ds), np.log(th), 1)[0]) if np.all(np.isfinite(th)) else float("nan")
+    pred = ell / 2 if variant == "projected" else ell - 1.0
+    return xr.Dataset({k: ("d", np.array(v, float)) for k, v in rows.items()}, coords={"d": ds},
+                      attrs={"theory_exponent": slope, "predicted_exponent": float(pred), "ell": int(ell),
+                             "variant": variant, "temperature0": float(temperature0),
+                             "tolerance": float(tolerance), "seeds": int(seeds)})
