@@ -416,3 +416,98 @@ def sgd_steps(W, X, Y, m, lr, scale, mean):
         if not finite:
             return q
     return n_steps
+
+
+# ---------------------------------------------- population gradient descent (theory)
+
+_TWO_OVER_PI = 2.0 / math.pi
+
+
+@njit_reduce
+def population_loss_grad(W, Wt, s, st, G):
+    """Population loss E[1/2 (y_hat - y)^2] of the dense erf student and its gradient (into G).
+
+    y_hat = (1/N) sum_r phi(s (W^T x)_r), y the same with (Wt, st), x ~ N(0, I),
+    phi(t) = erf(t / sqrt 2). With F(a, b, c) = (2/pi) arcsin(c / sqrt((1+a)(1+b))) =
+    E[phi(u) phi(v)] for (u, v) of variances a, b and covariance c,
+    L = (1/2N^2) [sum_rs F(Q_rr, Q_ss, Q_rs) - 2 sum_rs F(Q_rr, T_ss, R_rs) + sum_rs F(T_rr, T_ss, T_rs)],
+    Q = s^2 W^T W, R = s st W^T Wt, T = st^2 Wt^T Wt. dF/dc = (2/pi) / sqrt((1+a)(1+b) - c^2)
+    and dF/da = -c / (2 (1+a)) dF/dc give G = dL/dW. Returns L.
+    """
+    N = W.shape[0]
+    Q = np.zeros((N, N))
+    R = np.zeros((N, N))
+    T = np.zeros((N, N))
+    for r in range(N):
+        for u in range(N):
+            q = 0.0
+            p = 0.0
+            t = 0.0
+            for i in range(N):
+                q += W[i, r] * W[i, u]
+                p += W[i, r] * Wt[i, u]
+                t += Wt[i, r] * Wt[i, u]
+            Q[r, u] = s * s * q
+            R[r, u] = s * st * p
+            T[r, u] = st * st * t
+    # coefficient matrices: G = W (2 s^2 CQ) + Wt (s st CR^T) pattern, built per column r
+    CQ = np.zeros((N, N))   # multiplies s^2 W[:, u] in column r (u != r: off-diagonal; u == r: diagonal)
+    CR = np.zeros((N, N))   # multiplies s st Wt[:, u] in column r
+    total = 0.0
+    for r in range(N):
+        a = Q[r, r]
+        diag = 0.0
+        for u in range(N):
+            b = Q[u, u]
+            c = Q[r, u]
+            if u == r:
+                total += _TWO_OVER_PI * math.asin(a / (1.0 + a))
+                diag += _TWO_OVER_PI / ((1.0 + a) * math.sqrt(1.0 + 2.0 * a))
+            else:
+                det = (1.0 + a) * (1.0 + b) - c * c
+                total += _TWO_OVER_PI * math.asin(c / math.sqrt((1.0 + a) * (1.0 + b)))
+                dc = _TWO_OVER_PI / math.sqrt(det)
+                CQ[r, u] += 2.0 * dc
+                diag += 2.0 * (-c / (2.0 * (1.0 + a))) * dc
+            bt = T[u, u]
+            ct = R[r, u]
+            det2 = (1.0 + a) * (1.0 + bt) - ct * ct
+            total -= 2.0 * _TWO_OVER_PI * math.asin(ct / math.sqrt((1.0 + a) * (1.0 + bt)))
+            dc2 = _TWO_OVER_PI / math.sqrt(det2)
+            CR[r, u] -= 2.0 * dc2
+            diag -= 2.0 * (-ct / (2.0 * (1.0 + a))) * dc2
+            bb = T[r, r]
+            total += _TWO_OVER_PI * math.asin(T[r, u] / math.sqrt((1.0 + bb) * (1.0 + bt)))
+        CQ[r, r] = 2.0 * diag   # d Q_rr / d W_ir = 2 s^2 W_ir
+    norm = 1.0 / (2.0 * N * N)
+    for i in range(N):
+        for r in range(N):
+            g = 0.0
+            for u in range(N):
+                g += s * s * CQ[r, u] * W[i, u] + s * st * CR[r, u] * Wt[i, u]
+            G[i, r] = norm * g
+    return norm * total
+
+
+@njit
+def population_gd(W, Wt, s, st, eta, max_steps, loss_stop, loss):
+    """Gradient descent W <- W - eta grad L on the population loss, in place.
+
+    ``loss[k]`` receives L before step k (k = 0 .. steps). Stops after the step whose
+    result has L < ``loss_stop``, or when the weights become non-finite. Returns the
+    number of steps done.
+    """
+    N = W.shape[0]
+    G = np.empty((N, N))
+    for k in range(max_steps):
+        L = population_loss_grad(W, Wt, s, st, G)
+        loss[k] = L
+        if not math.isfinite(L):
+            return k
+        if L < loss_stop:
+            return k
+        for i in range(N):
+            for r in range(N):
+                W[i, r] -= eta * G[i, r]
+    loss[max_steps] = population_loss_grad(W, Wt, s, st, G)
+    return max_steps

@@ -4,11 +4,15 @@ import itertools
 from functools import partial
 
 import numpy as np
+import xarray as xr
 
-from .. import sweep
+from .. import _validate, sweep
+from .._seeds import child
+from ..stats import bootstrap_median, critical_batch, log_crossing
 from .greedy import greedy
 from .params import Params, SGDParams
-from .sgd import sgd
+from .sgd import samples_to_loss, setup, sgd
+from .theory import gd_samples_to_loss, stability_batch, top_curvature
 
 _TRAJECTORIES = ("val_loss", "val_mse", "batch_loss", "accept_rate", "hamming", "hamming_in",
                  "hamming_out", "tp", "tn")
@@ -79,3 +83,118 @@ def rerun_stored(stored, executor=None):
         raise ValueError(f"the stored run has {old.shape[0]} records, the re-run {new.shape[0]}: the file's "
                          "attrs (steps, n_points) do not describe it")
     return float(np.max(np.abs(new / old - 1)))
+
+
+def scaling_rule_scan(*, N, d, lr, batches, seeds=16, level=10 ** -1.5, max_samples=2e5, seed=0,
+                      tolerance=0.1, n_points=160):
+    """The linear scaling rule for the dense student at a fixed per-sample rate lambda (chapter 6).
+
+    The summed loss of eq. (2) makes a step of eq. (5) move W by lambda m times the mean
+    per-sample gradient: SGD on the population loss with step eta = lambda m and batch B = m,
+    noise temperature eta / B = lambda. In the sample clock n = m t its drift per sample,
+    -lambda grad L, and its noise covariance per sample, lambda^2 Sigma(W), do not depend on m,
+    so at fixed lambda the rule predicts the samples n(m) needed to bring the relative
+    validation loss to ``level`` to be the same at every m (Li, Tai & E 2017, first order in
+    the step). The step eta = lambda m is what changes with m: gradient descent stops
+    converging to the teacher where eta gamma_max = 2, gamma_max = 1/(pi d N)(1 + O(1/N)) the
+    top curvature of the population loss there (:func:`tsdyn.sparse.theory.top_curvature`,
+    Gauss-Newton matrix by Stein's lemma), so the rule must fail by
+    m_s = 2 / (lambda gamma_max) ~= 2 pi d N / lambda (:func:`stability_batch`).
+
+    Theory: gradient descent on the exact population loss with step lambda m from each run's
+    start to ``level`` (:func:`tsdyn.sparse.theory.gd_samples_to_loss`): the noise-free part
+    of SGD, whose deviation from the rule is the discretisation of the drift alone. Simulation:
+    SGD runs of at most ``max_samples`` samples (:func:`tsdyn.sparse.sgd.samples_to_loss`).
+    Run j has at every m the same teacher, initial student, validation set and stream of input
+    samples (paired; only how the stream is cut into mini-batches differs), and the theory
+    uses the same teacher and start. The observable is the ratio n_j(m) / n_j(m_0) at the
+    smallest batch m_0 of the scan; its median over runs minus 1 is the deviation (68 %
+    bootstrap interval of the median; a run that does not reach ``level`` is censored, +inf,
+    and ranks above every finished run). Runs whose reference (m_0) SGD run or theory does
+    not reach ``level`` are left out of both and counted in ``attrs["runs_left_out"]``.
+
+    Returns
+    -------
+    xarray.Dataset
+        over ``batch`` (m): ``deviation_theory``, ``deviation``, ``deviation_lo``,
+        ``deviation_hi``; ``samples`` and ``samples_theory`` (batch, run: the passages, inf if
+        censored), ``samples_median`` with ``samples_lo``/``samples_hi``,
+        ``samples_theory_median``, ``final_loss`` (batch, run: last relative validation loss);
+        ``gamma_max`` (run). Attrs: ``temperature_symbol``, ``temperature``, ``observable``,
+        ``critical_batch_formula``, ``critical_batch_theory`` (the stability batch m_s at the
+        median gamma_max), ``critical_batch_theory_tolerance`` (where the theory's |deviation|
+        reaches ``tolerance``, nan if not within the scan), ``critical_batch_measured`` with
+        ``_lo``/``_hi`` (:func:`tsdyn.stats.critical_batch`; nan: no crossing within the scan),
+        ``tolerance``, ``gamma_max``, ``level``, ``max_samples``, ``N``, ``d``, ``runs``,
+        ``runs_left_out``.
+    """
+    _validate.integer("N", N, low=2, doc="inputs = hidden units")
+    _validate.integer("d", d, low=1, doc="teacher non-zeros per row and column")
+    _validate.real("lr", lr, low=0.0, low_open=True, doc="per-sample learning rate lambda")
+    _validate.integer("seeds", seeds, low=4, doc="runs per batch size")
+    _validate.real("level", level, low=0.0, high=1.0, low_open=True, high_open=True,
+                   doc="relative validation loss to reach")
+    _validate.real("max_samples", max_samples, low=1.0, doc="samples per run at most")
+    _validate.real("tolerance", tolerance, low=0.0, low_open=True, doc="relative deviation")
+    batches = list(batches)
+    for b in batches:
+        _validate.integer("batches", b, low=1, doc="mini-batch sizes m")
+    if len(batches) < 2 or any(b <= a for a, b in zip(batches, batches[1:])):
+        raise ValueError(f"batches (mini-batch sizes m) must be at least two increasing sizes; got {batches}")
+    SGDParams(N=N, d=d, m=batches[0], lr=lr)  # validates d <= N
+    n_b = len(batches)
+    sim = np.full((n_b, seeds), np.inf)
+    theo = np.full((n_b, seeds), np.inf)
+    final = np.full((n_b, seeds), np.inf)
+    gamma = np.empty(seeds)
+    scale = 1.0 / np.sqrt(d)
+    for j in range(seeds):
+        ss = child(seed, j)
+        teacher, _, _, W0, _, _ = setup(SGDParams(N=N, d=d, m=1, lr=lr), ss)
+        teacher = teacher.astype(float)
+        gamma[j] = top_curvature(teacher, scale)
+        for k, m in enumerate(batches):
+            theo[k, j] = gd_samples_to_loss(W0, teacher, scale, scale, lr, m, level, max_samples)
+            sim[k, j], final[k, j] = samples_to_loss(SGDParams(N=N, d=d, m=m, lr=lr), level, max_samples,
+                                                     seed=ss, n_points=n_points)
+    keep = np.isfinite(sim[0]) & np.isfinite(theo[0])
+    if keep.sum() < 4:
+        raise ValueError(f"level: only {int(keep.sum())} of {seeds} runs reach {level:g} at m = {batches[0]} "
+                         f"within max_samples = {max_samples:g}; raise max_samples or the level")
+    ratio_sim = sim[:, keep] / sim[0, keep]
+    ratio_theo = theo[:, keep] / theo[0, keep]
+    med, lo, hi = bootstrap_median(ratio_sim, seed=0)
+    dev_theo = np.median(ratio_theo, axis=1) - 1.0
+    s_med, s_lo, s_hi = bootstrap_median(sim[:, keep], seed=1)
+    dev, dlo, dhi = med - 1.0, lo - 1.0, hi - 1.0
+    b_c, b_lo, b_hi = critical_batch(batches, dev, dlo, dhi, tolerance)
+    g = float(np.median(gamma))
+    return xr.Dataset(
+        {
+            "deviation_theory": ("batch", dev_theo, {"long_name": "population gradient descent: median "
+                                 "n(m)/n(m_0) - 1"}),
+            "deviation": ("batch", dev, {"long_name": "SGD: median over runs of n(m)/n(m_0) - 1"}),
+            "deviation_lo": ("batch", dlo, {"long_name": "68 % bootstrap interval, low"}),
+            "deviation_hi": ("batch", dhi, {"long_name": "68 % bootstrap interval, high"}),
+            "samples": (("batch", "run"), sim, {"long_name": "SGD samples to the level (inf: not reached)"}),
+            "samples_theory": (("batch", "run"), theo, {"long_name": "population-GD samples to the level"}),
+            "samples_median": ("batch", s_med),
+            "samples_lo": ("batch", s_lo),
+            "samples_hi": ("batch", s_hi),
+            "samples_theory_median": ("batch", np.median(theo[:, keep], axis=1)),
+            "final_loss": (("batch", "run"), final, {"long_name": "last relative validation loss"}),
+            "gamma_max": ("run", gamma, {"long_name": "top Gauss-Newton curvature at the teacher"}),
+        },
+        coords={"batch": ("batch", np.asarray(batches), {"long_name": "mini-batch size m"}),
+                "run": np.arange(seeds)},
+        attrs={"temperature_symbol": r"\lambda", "temperature": float(lr),
+               "observable": f"samples to a relative validation loss of {level:.3g}",
+               "critical_batch_formula": r"\frac{2}{\lambda\gamma_{\max}}\simeq\frac{2\pi d N}{\lambda}",
+               "critical_batch_theory": float(stability_batch(lr, g)),
+               "critical_batch_theory_tolerance": float(log_crossing(batches, np.abs(dev_theo), tolerance)),
+               "critical_batch_measured": b_c, "critical_batch_measured_lo": b_lo,
+               "critical_batch_measured_hi": b_hi, "tolerance": float(tolerance), "gamma_max": g,
+               "level": float(level), "max_samples": float(max_samples), "N": int(N), "d": int(d),
+               "runs": int(keep.sum()), "runs_left_out": int(seeds - keep.sum()), "seed": int(seed)
+               if not isinstance(seed, np.random.SeedSequence) else str(seed.entropy)},
+    )

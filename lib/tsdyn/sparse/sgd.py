@@ -3,8 +3,9 @@
 import numpy as np
 import xarray as xr
 
-from .. import __version__
+from .. import __version__, _validate
 from . import _kernels, _seeds
+from .analysis import passage_time
 from .greedy import record_sweeps
 from .networks import compact, draw_networks
 from .params import Params, SGDParams
@@ -116,3 +117,34 @@ def effective_time(t, lr, m, reduction="sum"):
         raise ValueError(f"reduction must be one of ('sum', 'mean'); got {reduction!r}")
     t = np.asarray(t, float)
     return lr * t * (m if reduction == "sum" else 1)
+
+
+def samples_to_loss(params, level, max_samples, *, seed, n_points=160):
+    """Samples n = m t that one SGD run (:func:`sgd`) needs to bring its validation loss to ``level``.
+
+    The run makes ceil(max_samples / m) steps and records the relative validation loss at
+    ``n_points`` log-spaced steps; the passage is interpolated between records in
+    (log n, log loss) (:func:`tsdyn.sparse.analysis.passage_time`). +inf if the run does not
+    reach ``level`` (a censored run); a run that diverges is read up to its last finite record
+    (its last loss is then +inf). With the same ``seed`` a run at any m has
+    the same teacher, initial student and validation set, and sees the same stream of input
+    samples (the inputs are drawn in order from one generator, m per step), so runs at
+    different m are paired sample for sample.
+
+    Returns
+    -------
+    (float, float)
+        the passage in samples and the last recorded relative validation loss.
+    """
+    _validate.real("level", level, low=0.0, low_open=True, doc="relative validation loss to reach")
+    _validate.real("max_samples", max_samples, low=1.0, doc="samples per run at most")
+    steps = int(np.ceil(max_samples / params.m))
+    ds = sgd(params, steps, seed=seed, n_points=n_points)
+    loss = ds.val_loss.values
+    ok = np.isfinite(loss)
+    if ok.sum() < 2:
+        return np.inf, np.inf
+    n = ds.t.values[ok] * params.m
+    keep = n > 0
+    last = np.inf if bool(ds.diverged) else float(loss[ok][-1])
+    return float(passage_time(n[keep], loss[ok][keep], level)[()]), last
