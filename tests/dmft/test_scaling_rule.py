@@ -32,7 +32,8 @@ def test_temperature_and_the_rule_pairs():
 
 def test_helpers():
     t = np.array([0.0, 1.0, 2.0])
-    np.testing.assert_allclose(dmft.value_at([[0.0, 2.0, 4.0], [1.0, 1.0, 3.0]], t, 1.5), [3.0, 2.0])
+    runs = [[0.0, 2.0, 4.0], [1.0, 1.0, 3.0]]
+    np.testing.assert_allclose(dmft.value_at(runs, t, 1.5), [3.0, 2.0])
     with pytest.raises(ValueError, match="t_obs"):
         dmft.value_at([[0.0, 1.0, 2.0]], t, 2.5)
     x = np.array([1.0, 2.0, 3.0, 4.0])
@@ -77,7 +78,8 @@ def test_simulation_against_theory(scan):
         se = np.hypot(scan.deviation_se.values[i], scan.deviation_theory_se.values[i])
         assert abs(gap) < 3 * se, (i, gap, se)
     a = scan.attrs
-    assert a["critical_batch_measured_lo"] <= a["critical_batch_measured"] <= a["critical_batch_measured_hi"]
+    lo, hi = a["critical_batch_measured_lo"], a["critical_batch_measured_hi"]
+    assert lo <= a["critical_batch_measured"] <= hi
     assert 2 / 3 < a["critical_batch_measured"] < 8 / 9
 
 
@@ -129,3 +131,41 @@ def test_the_break_is_the_step_not_the_noise(scan):
     # part, < 0.01 of the observable, shifts |deviation| by less than 0.01 where it crosses)
     assert abs(scan.attrs["critical_batch_gd_theory"] - scan.attrs["critical_batch_theory"]) < 0.02
     assert np.all(np.abs(dev - step) < 0.02)
+
+
+# Stationary two-cluster problem for the fluctuation-dissipation temperature: a ridge
+# lam = 0.5 makes the weights settle within t ~ 1/lam, so t = 30 is late.
+FDR = dict(alpha=2.0, Delta=0.5, R0=0.01, lam=0.5, eta=0.2)
+
+
+def test_fdr_temperature_is_the_batch_noise():
+    p = dmft.Params(**FDR, b=0.3)
+    _, _, sols = dmft.solve_seeds(p, 30.0, seeds=8, n_samples=4000, n_resp=1000)
+    res = [dmft.fdr_temperature(s, window=2.0) for s in sols]
+    T_eff = np.array([r["T_eff"] for r in res])
+    T_pred = np.array([r["T_pred"] for r in res])
+    ratio, se = T_eff.mean() / T_pred.mean(), T_eff.std(ddof=1) / np.sqrt(8) / T_pred.mean()
+    # the parametric plot's slope is the white batch noise eta W/2: measured 1.05 +- 0.03 here
+    # (0.98-1.12 over b = 0.1-0.5); allowed: 3 s.e. plus 0.1 for the O(eta kappa) ~ 0.05
+    # correction of a discrete step and the slower directions that enter at longer lags
+    assert abs(ratio - 1.0) < 3 * se + 0.1, (ratio, se)
+    r = res[0]
+    assert r["T_eff_sample"] == pytest.approx(r["T_eff"] / 0.3)
+    assert r["temperature"] == pytest.approx(0.2 * 0.7)
+    assert len(r["chi"]) == 10 and np.all(np.diff(r["chi"]) > 0)  # lags dt..2, chi grows
+
+
+def test_fdr_temperature_of_gradient_descent_is_zero():
+    gd = dmft.solve(dmft.Params(**FDR, b=1.0), 30.0, n_samples=2000, n_resp=500, seed=3)
+    sgd = dmft.solve(dmft.Params(**FDR, b=0.3), 30.0, n_samples=2000, n_resp=500, seed=3)
+    r_gd, r_sgd = dmft.fdr_temperature(gd, window=2.0), dmft.fdr_temperature(sgd, window=2.0)
+    # gradient descent has no white noise (W = 0 up to rounding) and its weights settle at
+    # the minimum: measured |T_eff| ~ 1e-7 against 3e-3 for SGD at b = 0.3
+    assert abs(r_gd["T_eff"]) < 0.01 * r_sgd["T_eff"]
+    assert abs(r_gd["W"]) < 1e-3 * r_sgd["W"]
+    with pytest.raises(ValueError, match="window"):
+        dmft.fdr_temperature(sgd, window=0.01)
+    with pytest.raises(ValueError, match="t_obs"):
+        dmft.fdr_temperature(sgd, t_obs=40.0)
+    with pytest.raises(ValueError, match="DMFT solution"):
+        dmft.fdr_temperature(sgd[["m", "C"]])

@@ -448,3 +448,55 @@ def log_crossing(batches, values, level):
             f = (level - v[i - 1]) / (v[i] - v[i - 1])
             return float(np.exp(np.log(b[i - 1]) + f * (np.log(b[i]) - np.log(b[i - 1]))))
     return float("nan")
+
+
+def fdr_temperature(sol, *, window=1.0, t_obs=None):
+    """Effective temperature of the weights' fluctuations from the fluctuation-dissipation
+    relation of a DMFT solution (:func:`tsdyn.dmft.solve`), against the batch noise.
+
+    At a late time t (``t_obs``, default the last), for t - window <= t' < t, the
+    integrated response chi(t, t') = dt sum_{t' <= s < t} R(t, s) of a weight to a force
+    per unit time and the decorrelation dC(t, t') = C_perp(t, t) - C_perp(t, t'), with
+    C_perp = C - m m' (the part along v*, deterministic at d -> infinity, is left out). In a
+    stationary state driven by a white noise of strength 2T per unit time,
+    dC = T chi (the parametric plot is a line of slope 1/T); ``T_eff`` is the least-squares
+    slope of dC against chi over the window.
+
+    Prediction (derivation eq. E8 and the discrete process): the white part of the noise
+    kernel, W = M_C(t, t) - M_C(t, t - dt) (for plain SGD at dt = eta, alpha Delta
+    b (1 - b) <Lambda'^2> in the batch-independent approximation, whose smooth b^2 part is
+    the frozen disorder of the training set that gradient descent also has), enters one
+    step as eta xi with variance eta^2 W, i.e. 2T = eta W per unit t: ``T_pred`` = eta W/2.
+    On the sample clock b t the response per unit b t is b chi, so the temperatures there
+    are T/b (``T_eff_sample``, ``T_pred_sample`` = eta (1 - b)/b x M_C(t, t)/2 in that
+    approximation: the talk's eta (1 - b)/b times the per-weight gradient variance). For
+    gradient descent W = 0 and the weights settle: T_eff -> 0. Needs a stationary state
+    (e.g. a ridge lam > 0 and t well beyond 1/lam), and the FDR holds only for lags short
+    against the relaxation of the slowest directions; a single solution's ``T_eff``
+    carries the Monte Carlo noise of its C, so average several (:func:`solve_seeds`).
+
+    Returns a dict: T_eff, T_pred, T_eff_sample, T_pred_sample, temperature (eta (1 - b)),
+    W, chi and dC (the parametric plot, lags increasing), t_obs.
+    """
+    for name in ("C", "R", "M_C", "m"):
+        if name not in sol:
+            raise ValueError(f"sol (a DMFT solution from dmft.solve) must hold {name!r}")
+    t = sol.t.values
+    dt = float(t[1] - t[0])
+    k = len(t) - 1 if t_obs is None else int(round(t_obs / dt))
+    _validate.integer("t_obs / dt", k, low=1, doc="index of the observation time")
+    if k > len(t) - 1:
+        raise ValueError(f"t_obs (observation time) must be <= {t[-1]:g}; got {t_obs!r}")
+    _validate.real("window", window, low=dt, high=float(t[k]), doc="lag window, at least dt")
+    m, C, R, MC = sol.m.values, sol.C.values, sol.R.values, sol.M_C.values
+    Cp_kk = C[k, k] - m[k] * m[k]
+    lags = np.arange(1, int(np.floor(window / dt + 1e-9)) + 1)
+    js = k - lags
+    chi = np.array([dt * R[k, j:k].sum() for j in js])
+    dC = Cp_kk - (C[k, js] - m[k] * m[js])
+    T_eff = float(dC @ chi / (chi @ chi))
+    W = float(MC[k, k] - MC[k, k - 1])
+    eta, b = float(sol.attrs["eta"]), float(sol.attrs["b"])
+    T_pred = eta * W / 2.0
+    return dict(T_eff=T_eff, T_pred=T_pred, T_eff_sample=T_eff / b, T_pred_sample=T_pred / b,
+                temperature=eta * (1.0 - b), W=W, chi=chi, dC=dC, t_obs=float(t[k]))
