@@ -12,7 +12,8 @@ from .analysis import (clopper_pearson, coulomb_ratio, criterion_late, crossing,
 from .experiments import (CRITERIA, LONG_FIELDS, PUBLISHED, combine_long, criterion_vs_steps, dyson_levels_sde,
                           finite_step_gap, linear_scaling, long_column, long_record_steps, phase_diagram, phase_point,
                           sde_record_density, spacing_sde)
-from . import figures
+from . import figures, stability
+from .scaling_rule import batch_phase_boundary, critical_batch_measured, scaling_rule_scan
 from .params import PAPER_LAYERS, Params
 from .simulate import initial_features, networks, record_steps, train_ensemble
 from .theory import (
@@ -45,7 +46,8 @@ __all__ = [
     "lambda_bar", "spacing_coefficients", "summary", "unfolded_spacings", "crossing", "halfway_crossing",
     "total_variation", "clopper_pearson", "log_gap", "level_median_gap", "paired_z", "paired_ks", "spacing_ratios",
     "mean_spacing_ratio", "wishart_spacing_ratio", "MEAN_R_GOE", "MEAN_R_POISSON",
-    "phase_point", "phase_diagram", "linear_scaling", "criterion_vs_steps", "CRITERIA", "PUBLISHED", "spacing_sde", "sde_record_density",
+    "phase_point", "phase_diagram", "linear_scaling", "scaling_rule_scan", "critical_batch_measured",
+    "batch_phase_boundary", "stability", "criterion_vs_steps", "CRITERIA", "PUBLISHED", "spacing_sde", "sde_record_density",
     "fraction_crossing", "drift_balance", "coulomb_ratio", "criterion_late", "ito_share", "spread_growth",
     "spacing_over_bound", "finite_step_gap", "published_criterion", "published_midpoint", "published_midpoint_resamples", "published_sign_draws", "figures", "STEPS_PER_EPOCH",
     "long_column", "long_record_steps", "combine_long", "LONG_FIELDS",

@@ -59,7 +59,8 @@ def linear_scaling(T, inv_sigma_w, batches, tau_f, *, seed, n_models, n_points=1
     Returns
     -------
     xarray.Dataset
-        ``loss`` (batch, model) at tau_f; ``S`` (batch, tau, model); ``steps`` (batch).
+        ``loss`` (batch, model) at tau_f; ``loss_tau`` and ``S`` (batch, tau, model) at every
+        recording time; ``steps`` (batch).
     """
     plan = []
     for B in batches:
@@ -75,6 +76,7 @@ def linear_scaling(T, inv_sigma_w, batches, tau_f, *, seed, n_models, n_points=1
     tau = runs[0].tau.values
     return xr.Dataset({
         "loss": (("batch", "model"), np.stack([ds.loss.values[-1] for ds in runs])),
+        "loss_tau": (("batch", "tau", "model"), np.stack([ds.loss.values for ds in runs])),
         "S": (("batch", "tau", "model"), np.stack([ds.S.values for ds in runs])),
         "steps": (("batch",), [int(ds.attrs["steps"]) for ds in runs]),
     }, coords={"batch": list(batches), "tau": tau, "model": runs[0].model.values},

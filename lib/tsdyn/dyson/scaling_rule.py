@@ -1,0 +1,259 @@
+"""The linear scaling rule in the tanh teacher-student ensemble: is |B| a temperature, and where
+does it stop being one? (the book's chapter 6). Glues the paired SGD ensembles of
+:func:`tsdyn.dyson.linear_scaling` to the finite-step stability theory of :mod:`tsdyn.dyson.stability`.
+"""
+
+import numbers
+
+import numpy as np
+import xarray as xr
+
+from .. import _seeds, _validate
+from . import analysis, stability
+from .experiments import linear_scaling, phase_point
+from .params import Params
+
+CRITICAL_BATCH_FORMULA = (r"T = T_c(\epsilon{=}T B_c),\quad "
+                          r"T_c(\epsilon)^{-1} = \rho\!\left[D_\epsilon^{-1/2}(M-\Lambda\otimes\Lambda)D_\epsilon^{-1/2}\right],"
+                          r"\ D_\epsilon = \lambda_i+\lambda_j-\epsilon\lambda_i\lambda_j;\quad "
+                          r"B_c \to 2/(T\lambda_{\max})\ \text{as}\ T\to 0")
+
+
+def _check_batches(batches, n_train=4000):
+    if isinstance(batches, (str, bytes)) or not hasattr(batches, "__len__") or len(batches) < 2:
+        raise ValueError(f"batches must be a list of at least two mini-batch sizes |B|; got {batches!r}")
+    for b in batches:
+        if isinstance(b, bool) or not isinstance(b, numbers.Integral) or not 1 <= b <= n_train:
+            raise ValueError(f"batches (mini-batch sizes |B|) must be integers in [1, n_train = {n_train}]; "
+                             f"got {b!r} in {list(batches)!r}")
+    if any(b2 <= b1 for b1, b2 in zip(batches[:-1], batches[1:])):
+        raise ValueError(f"batches must be strictly increasing (the first is the rule's reference); "
+                         f"got {list(batches)!r}")
+    return [int(b) for b in batches]
+
+
+def _crossing_batch(batches, dev, tolerance):
+    """First |B| where |dev| reaches ``tolerance`` (log-|B| interpolation); NaN if it does not."""
+    return analysis.crossing(np.asarray(batches, float), np.abs(dev), tolerance, log_x=True)
+
+
+def scaling_rule_scan(T, inv_sigma_w, batches, *, tau_f, n_models, seed=0, tolerance=0.1, n_points=3,
+                      n_boot=2000, n_teachers=16, rank=16, theory_samples=4000):
+    """Paired ensembles at one temperature T = eps/|B| over batch sizes |B| (eps = T |B|), against
+    the theory of the linear scaling rule and its finite-step break.
+
+    **Rule.** The chapter's Langevin equation (eq-dyson-langevin), dW/dtau = -E[Delta] +
+    sqrt(T V[Delta]) xi with tau = eps t, has drift and diffusion that depend on (eps, |B|) only
+    through T (one step moves W by -eps Delta_B, whose mean is -eps E[Delta] and covariance
+    eps^2 V[Delta]/|B| = eps T V[Delta]: per unit tau, drift E[Delta] and diffusion T V[Delta]);
+    so does the Dyson equation (eq-dyson-dbm) with its Ito term T C. At equal tau (equal samples,
+    tau/T) the law of every observable is then the same at every |B|: ``deviation_theory`` is
+    exactly 0 at every batch.
+    **Break.** The step also moves X = W W^T by eps^2 E[Delta_B] E[Delta_B]^T, a term of order eps
+    per unit tau that is not a function of T. Near the zero-loss teacher minimum it makes the
+    second-moment map of SGD I - eps D_eps + eps T Q (:mod:`tsdyn.dyson.stability`), marginal at
+    T_c(eps) with 1/T_c(eps) = rho(D_eps^{-1/2} Q D_eps^{-1/2}), D_eps = lambda_i + lambda_j -
+    eps lambda_i lambda_j (lambda: curvatures of the loss at the teacher). The critical batch
+    B_c solves T = T_c(T B_c): beyond it the minimum that the Langevin equation reaches at every
+    |B| repels SGD. At small T it is the curvature bound eps lambda_max = 2, B_c ~ 2/(T lambda_max).
+
+    **Simulation** (:func:`tsdyn.dyson.linear_scaling`): ``n_models`` networks at 1/sigma_W =
+    ``inv_sigma_w``, each with the same teacher, training data, initial student at every |B|
+    (paired; only the mini-batches differ), trained for tau_f / eps steps (the same tau_f and
+    the same tau_f / T samples at every |B|). Observable: the final test loss, summarised by its
+    geometric mean over networks. ``deviation`` = exp(mean over networks of ln L(|B|) - ln L(|B|_0))
+    - 1 against the smallest batch |B|_0 (the rule's prediction: the run nearest the Langevin
+    limit); 68 % interval from ``n_boot`` bootstrap resamples of the networks (the same
+    resample at every |B|, keeping the pairing). A network whose weights diverge at any |B| is
+    dropped from every |B| and counted (``n_diverged``).
+    **Theory** (:mod:`tsdyn.dyson.stability`): its own ``n_teachers`` teachers (``theory_samples``
+    fresh inputs each, the top ``rank`` curvature directions); it meets the simulation only in
+    the widths, T and the batches. Per batch: ``Tc_step`` T_c(eps = T|B|) (median over teachers,
+    16-84 % spread), ``step_curvature`` eps lambda_max / 2 (median), ``stable_fraction`` (teachers
+    whose minimum is mean-square stable at this |B|). ``critical_batch_theory``: median over
+    teachers of B_c; ``critical_batch_gd``: median of 2/(T lambda_max).
+
+    Returns an xarray.Dataset over ``batch`` (data_vars above, plus ``loss_gmean`` and its
+    ``_lo``, ``_hi``, ``eps``, ``steps``, ``n_diverged``), ``model`` (``loss`` per network and
+    batch) and ``tau`` (the ``n_points`` - 1 recording times tau > 0, linear: ``deviation_tau``
+    (batch, tau), the same reading at each time, and ``critical_batch_measured_tau``) with float/str attrs: temperature_symbol, temperature, observable, tolerance,
+    critical_batch_formula, critical_batch_theory (+ ``_lo``, ``_hi``: 16-84 % over teachers),
+    critical_batch_gd, critical_batch_measured (+ ``_lo``, ``_hi``: bootstrap; NaN where |deviation|
+    does not reach ``tolerance`` inside the scan, or in fewer than 90 % of resamples), Tc_langevin
+    (T_c(0), median over teachers), inv_sigma_w, tau_f, n_models.
+    """
+    _validate.real("T", T, low=0.0, low_open=True, doc="temperature eps/|B|")
+    _validate.real("inv_sigma_w", inv_sigma_w, low=0.0, low_open=True, doc="disorder 1/sigma_w")
+    _validate.real("tau_f", tau_f, low=0.0, low_open=True, doc="Langevin time tau = eps t of every run")
+    _validate.integer("n_models", n_models, low=2, doc="networks per batch size (paired)")
+    _validate.real("tolerance", tolerance, low=0.0, low_open=True, doc="|deviation| that marks the break")
+    _validate.integer("n_boot", n_boot, low=0, doc="bootstrap resamples")
+    _validate.integer("n_points", n_points, low=2, doc="recording times per run")
+    batches = _check_batches(batches)
+    Params.from_temperature(T, inv_sigma_w, batch=batches[-1])  # eps = T |B| checked by the parameter object
+
+    # --- simulation: paired ensembles at equal tau
+    sim = linear_scaling(float(T), float(inv_sigma_w), batches, float(tau_f), seed=seed, n_models=n_models,
+                         n_points=n_points)
+    loss = sim.loss.values  # (batch, model)
+    bad = ~np.all(np.isfinite(loss) & (loss > 0), axis=0)
+    n_div = (~np.isfinite(loss)).sum(axis=1)
+    lnL = np.log(loss[:, ~bad])
+    if lnL.shape[1] < 2:
+        raise ValueError(f"fewer than two networks stayed finite at every |B| ({int(bad.sum())} of {n_models} "
+                         f"diverged): lower T or the largest batch")
+    d = lnL - lnL[0]
+    dev = np.expm1(d.mean(axis=1))
+    gm = np.exp(lnL.mean(axis=1))
+    n = lnL.shape[1]
+    rng = np.random.default_rng(_seeds.child(seed, 7, 1))
+    idx = rng.integers(0, n, (n_boot, n))
+    boot_dev = np.expm1(d[:, idx].mean(axis=2))  # (batch, n_boot)
+    boot_gm = np.exp(lnL[:, idx].mean(axis=2))
+    q = (lambda a: np.quantile(a, [0.16, 0.84], axis=1)) if n_boot else (lambda a: np.full((2, a.shape[0]), np.nan))
+    dev_lo, dev_hi = q(boot_dev)
+    gm_lo, gm_hi = q(boot_gm)
+    # the same reading at every recording time (tau > 0): how the break moves with the length of the run
+    lt = sim.loss_tau.values[:, 1:][..., ~bad]  # (batch, tau, model)
+    dt = np.log(lt) - np.log(lt[:1])
+    dev_tau = np.expm1(dt.mean(axis=2))
+    b_tau = np.array([_crossing_batch(batches, dev_tau[:, k], tolerance) for k in range(dev_tau.shape[1])])
+    b_meas = _crossing_batch(batches, dev, tolerance)
+    b_lo = b_hi = float("nan")
+    if n_boot:
+        bb = np.array([_crossing_batch(batches, boot_dev[:, k], tolerance) for k in range(n_boot)])
+        if np.mean(np.isfinite(bb)) >= 0.9:
+            b_lo, b_hi = (float(v) for v in np.nanquantile(bb, [0.16, 0.84]))
+
+    # --- theory: Langevin (rule exact) and the finite-step stability of the teacher minimum
+    layers = tuple(Params.from_temperature(T, inv_sigma_w).layers)
+    mom = stability.minimum_moments(layers, seed=_seeds.child(seed, 7, 2), n_teachers=n_teachers,
+                                    n_samples=theory_samples, rank=rank)
+    eps = np.array([float(T) * b for b in batches])
+    tc = np.array([stability.stability_temperature(mom, e) for e in eps])  # (batch, teacher)
+    bc = stability.critical_batch(mom, float(T))
+    bgd = 2.0 / (float(T) * mom.lam_max)
+    tc0 = stability.stability_temperature(mom, 0.0)
+    med = lambda a, ax=None: np.median(a, axis=ax)  # noqa: E731
+    spread = lambda a, ax=None: np.quantile(a, [0.16, 0.84], axis=ax)  # noqa: E731
+    tc_lo, tc_hi = spread(tc, 1)
+    bc_lo, bc_hi = spread(bc)
+
+    dims = ("batch",)
+    return xr.Dataset(
+        {
+            "deviation_theory": (dims, np.zeros(len(batches)),
+                                 {"long_name": "Langevin limit: exactly 0 (drift and diffusion depend on T only)"}),
+            "deviation": (dims, dev, {"long_name": "geometric-mean final test loss / that at the smallest |B| - 1"}),
+            "deviation_lo": (dims, dev_lo), "deviation_hi": (dims, dev_hi),
+            "loss_gmean": (dims, gm, {"long_name": "geometric mean over networks of the final test loss (2.6)"}),
+            "loss_gmean_lo": (dims, gm_lo), "loss_gmean_hi": (dims, gm_hi),
+            "loss": (("batch", "model"), loss, {"long_name": "final test loss per network (paired across |B|)"}),
+            "Tc_step": (dims, med(tc, 1), {"long_name": "T_c(eps = T|B|): mean-square stability of the teacher "
+                                                        "minimum at this step (theory, median over teachers)"}),
+            "Tc_step_lo": (dims, tc_lo), "Tc_step_hi": (dims, tc_hi),
+            "step_curvature": (dims, med(eps[:, None] * mom.lam_max[None, :] / 2.0, 1),
+                               {"long_name": "eps lambda_max / 2 at the teacher minimum (theory, median)"}),
+            "stable_fraction": (dims, np.mean(float(T) < tc, axis=1),
+                                {"long_name": "fraction of theory teachers whose minimum is mean-square stable"}),
+            "eps": (dims, eps), "steps": (dims, sim.steps.values), "n_diverged": (dims, n_div),
+            "deviation_tau": (("batch", "tau"), dev_tau,
+                              {"long_name": "deviation read at each recording time tau (same definition)"}),
+            "critical_batch_measured_tau": (("tau",), b_tau,
+                                            {"long_name": "|B| where |deviation_tau| first reaches the tolerance"}),
+        },
+        coords={"batch": batches, "model": sim.model.values, "tau": sim.tau.values[1:]},
+        attrs={
+            "temperature_symbol": r"\epsilon/|\mathcal{B}|", "temperature": float(T),
+            "observable": "final test loss at equal Langevin time (geometric mean over networks)",
+            "tolerance": float(tolerance),
+            "critical_batch_formula": CRITICAL_BATCH_FORMULA,
+            "critical_batch_theory": float(med(bc)), "critical_batch_theory_lo": float(bc_lo),
+            "critical_batch_theory_hi": float(bc_hi), "critical_batch_gd": float(med(bgd)),
+            "critical_batch_measured": float(b_meas), "critical_batch_measured_lo": b_lo,
+            "critical_batch_measured_hi": b_hi,
+            "Tc_langevin": float(med(tc0)), "lambda_max": float(med(mom.lam_max)),
+            "inv_sigma_w": float(inv_sigma_w), "tau_f": float(tau_f), "n_models": int(n_models),
+            "n_teachers": int(n_teachers), "rank": int(rank), "n_boot": int(n_boot),
+        })
+
+
+def critical_batch_measured(ds, tolerance):
+    """The measured critical batch of a :func:`scaling_rule_scan` result at another ``tolerance``:
+    (|B| where |deviation| first reaches it, lo, hi) with the scan's bootstrap redone (seed 0,
+    2000 resamples of the stored per-network losses; NaN where it does not cross)."""
+    _validate.real("tolerance", tolerance, low=0.0, low_open=True, doc="|deviation| that marks the break")
+    lnL = np.log(ds.loss.values)
+    lnL = lnL[:, np.all(np.isfinite(lnL), axis=0)]
+    d = lnL - lnL[0]
+    b = ds.batch.values
+    est = _crossing_batch(b, np.expm1(d.mean(1)), tolerance)
+    rng = np.random.default_rng(0)
+    bb = np.array([_crossing_batch(b, np.expm1(d[:, rng.integers(0, d.shape[1], d.shape[1])].mean(1)), tolerance)
+                   for _ in range(2000)])
+    if np.mean(np.isfinite(bb)) < 0.9:
+        return est, float("nan"), float("nan")
+    lo, hi = np.nanquantile(bb, [0.16, 0.84])
+    return est, float(lo), float(hi)
+
+
+def batch_phase_boundary(Ts, batches, inv_sigma_w, *, n_models, steps=None, tau_f=None, seed=0, n_boot=1000,
+                         n_teachers=16, rank=16, theory_samples=4000, **kw):
+    """The phase boundary T_c against |B|: for each batch size a temperature scan at 1/sigma_W =
+    ``inv_sigma_w`` (:func:`tsdyn.dyson.phase_point`, ``n_models`` networks per point), read as
+    the chapter reads its transition: T_1/2, where the mean of log10 of the final test loss crosses
+    half-way between its values at the lowest and highest T (:func:`analysis.halfway_crossing`,
+    16-84 % bootstrap over networks). The clock is either ``steps`` SGD steps at every point or
+    the Langevin time ``tau_f`` (round(tau_f / (T |B|)) steps, at least 1: equal tau and equal
+    samples at every |B|); give one. Temperature k uses the seed child k of ``seed`` at every
+    |B|: network m has the same teacher, data and start at every |B| (paired).
+
+    Beside it the theory's T_c(|B|) (:func:`stability.critical_temperature`: mean-square
+    stability of the teacher minimum at step eps = T_c |B|; median and 16-84 % spread over its
+    own teachers) and its Langevin limit T_c(0) (attrs ``Tc_langevin``). The two are different
+    transitions: T_c(|B|) is where the zero-loss minimum repels SGD, T_1/2 where the loss at the
+    end of the run is half-way up; the theory predicts the batch dependence of the first.
+
+    Returns a Dataset over ``batch`` (``T_half``, ``T_half_lo``, ``T_half_hi``, ``Tc_theory``,
+    ``Tc_theory_lo``, ``Tc_theory_hi``) and (``batch``, ``T``, ``model``) (``log10_loss``).
+    ``kw`` goes to :func:`phase_point` (e.g. ``moment_samples``).
+    """
+    _validate.integer("n_models", n_models, low=2, doc="networks per point")
+    _validate.real("inv_sigma_w", inv_sigma_w, low=0.0, low_open=True, doc="disorder 1/sigma_w")
+    if (steps is None) == (tau_f is None):
+        raise ValueError("give exactly one clock: steps (SGD steps per run) or tau_f (Langevin time eps t)")
+    if steps is not None:
+        _validate.integer("steps", steps, low=1, doc="SGD steps per run")
+    else:
+        _validate.real("tau_f", tau_f, low=0.0, low_open=True, doc="Langevin time eps t per run")
+    Ts = [float(t) for t in Ts]
+    if len(Ts) < 3 or any(not (t > 0) for t in Ts) or any(b <= a for a, b in zip(Ts[:-1], Ts[1:])):
+        raise ValueError(f"Ts must be at least three increasing temperatures > 0; got {Ts!r}")
+    batches = _check_batches(batches)
+    rows, out = [], {k: [] for k in ("T_half", "T_half_lo", "T_half_hi")}
+    for b in batches:
+        logL = []
+        for k, T in enumerate(Ts):
+            n = steps if steps is not None else max(1, int(round(tau_f / (T * b))))
+            s = phase_point(seed=_seeds.child(seed, k), T=T, inv_sigma_w=float(inv_sigma_w), steps=n,
+                            n_models=n_models, batch=b, **kw)
+            logL.append(np.log10(s.loss.values))
+        logL = np.array(logL)
+        rows.append(logL)
+        for key, v in zip(out, analysis.halfway_crossing(np.array(Ts), logL, n_boot=n_boot,
+                                                           seed=_seeds.child(seed, 7, 3))):
+            out[key].append(v)
+    mom = stability.minimum_moments(tuple(Params(eps=1.0).layers), seed=_seeds.child(seed, 7, 2),
+                                    n_teachers=n_teachers, n_samples=theory_samples, rank=rank)
+    tc = np.array([stability.critical_temperature(mom, b) for b in batches])
+    lo, hi = np.quantile(tc, [0.16, 0.84], axis=1)
+    return xr.Dataset(
+        {**{k: (("batch",), np.array(v)) for k, v in out.items()},
+         "Tc_theory": (("batch",), np.median(tc, axis=1)), "Tc_theory_lo": (("batch",), lo),
+         "Tc_theory_hi": (("batch",), hi),
+         "log10_loss": (("batch", "T", "model"), np.array(rows))},
+        coords={"batch": batches, "T": Ts},
+        attrs={"inv_sigma_w": float(inv_sigma_w), "n_models": int(n_models),
+               "clock": f"steps = {steps}" if steps is not None else f"tau_f = {tau_f:g}",
+               "Tc_langevin": float(np.median(stability.stability_temperature(mom, 0.0))),
+               "observable": "T_1/2: half-way temperature of the mean log10 final test loss"})
