@@ -120,6 +120,10 @@ def step_or_noise(b, sgd_sols, sgd_sim, gd_sols, gd_sim, *, full_sols=None, full
 # The talk's two-cluster problem (chapter 3, Fig. 1): the default model of the scan.
 RULE_MODEL = Params(alpha=2.0, Delta=0.5, rho=0.5, lam=0.0, R0=0.01, loss="logistic",
                     model="two-cluster")
+# Quick batch fractions at T = 0.2, u = 4.8: b/(1-b) = 1/8 ... 8, so that the matched step
+# h = T b/(1-b) = 0.025 ... 1.6 divides u (no interpolation between steps); 24/29 and 6/7
+# (h = 0.96, 1.2) refine the break, which lies between them.
+RULE_QUICK_BATCHES = (1 / 9, 1 / 5, 1 / 3, 1 / 2, 2 / 3, 4 / 5, 24 / 29, 6 / 7, 8 / 9)
 RULE_OBSERVABLES = {"train_loss": "training loss per sample at a fixed sample time b t",
                     "eg": "test error at a fixed sample time b t",
                     "train_energy": "training loss per dimension at a fixed sample time b t"}
@@ -300,3 +304,41 @@ def scaling_rule_scan(temperature, batches, *, sample_time, params=None, observa
          "sample_step": (bvar, np.array([r[0].sample_step for r in rows])), **extra},
         coords={bvar: (bvar, np.array(batches), {"long_name": "batch fraction b"})},
         attrs=attrs)
+
+
+def _main(argv=None):
+    """``python -m tsdyn.dmft.experiments scaling-rule [--T 0.2] [--batches ...] ...``:
+    run :func:`scaling_rule_scan` and print its table and critical batches."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m tsdyn.dmft.experiments")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sr = sub.add_parser("scaling-rule", help="the linear scaling rule at fixed temperature")
+    sr.add_argument("--T", type=float, default=0.2, help="temperature eta (1 - b)")
+    sr.add_argument("--batches", type=float, nargs="+",
+                    default=list(RULE_QUICK_BATCHES))
+    sr.add_argument("--sample-time", type=float, default=4.8)
+    sr.add_argument("--d", type=int, default=400)
+    sr.add_argument("--seeds", type=int, default=32)
+    sr.add_argument("--dmft-seeds", type=int, default=16)
+    sr.add_argument("--n-samples", type=int, default=8000)
+    sr.add_argument("--n-resp", type=int, default=1000)
+    sr.add_argument("--seed", type=int, default=0)
+    sr.add_argument("--tolerance", type=float, default=0.1)
+    sr.add_argument("--out", help="write the Dataset to this netCDF file")
+    a = ap.parse_args(argv)
+    ds = scaling_rule_scan(a.T, a.batches, sample_time=a.sample_time, d=a.d, seeds=a.seeds,
+                           dmft_seeds=a.dmft_seeds, n_samples=a.n_samples, n_resp=a.n_resp,
+                           seed=a.seed, tolerance=a.tolerance)
+    cols = ["eta", "sample_step", "deviation_theory", "deviation_theory_se", "deviation",
+            "deviation_se", "step_deviation_theory", "noise_theory", "noise_theory_se"]
+    print(ds[cols].to_dataframe().to_string(float_format=lambda x: f"{x:.5f}"))
+    for k, v in ds.attrs.items():
+        if k.startswith("critical") or k in ("temperature", "tolerance", "observable"):
+            print(f"{k}: {v}")
+    if a.out:
+        ds.to_netcdf(a.out)
+
+
+if __name__ == "__main__":
+    _main()
