@@ -29,10 +29,15 @@ def _check_batches(batches):
 
 
 def paired_ratio_interval(samples, *, level=0.68, n_boot=2000, seed=0):
-    """Median samples per batch over the runs and the ratio of each median to the first batch's, with a
-    percentile-bootstrap interval that resamples the runs (columns) jointly at every batch (rows), so
-    that the pairing of run j across batches is kept. +inf (a censored run) ranks above every finite
-    value; the interval is read from order statistics (no interpolation with inf).
+    """The median samples per batch (rows) over the runs (columns), the ratio of each median to the first
+    batch's, and that ratio's percentile-bootstrap interval, the runs resampled jointly at every batch so
+    that run j stays paired with itself across batches (the ratio's error then omits what the batches
+    share). +inf (a censored run) ranks above every finite value, and the interval is read from order
+    statistics (no interpolation with inf).
+
+    This is the ratio of the *medians*, the observable the deterministic dynamics approximate. The median
+    of the per-run ratios is a different quantity: at l = 2 a part of each run's samples (the early random
+    walk of m in the sample clock) is shared across batches by the pairing and dilutes the per-run ratio.
 
     Returns (median, ratio, ratio_lo, ratio_hi), arrays over batches."""
     _validate.real("level", level, low=0.0, high=1.0, low_open=True, high_open=True, doc="coverage")
@@ -40,11 +45,12 @@ def paired_ratio_interval(samples, *, level=0.68, n_boot=2000, seed=0):
     S = np.asarray(samples, float)
     idx = np.random.default_rng(seed).integers(0, S.shape[1], size=(n_boot, S.shape[1]))
     boot = np.median(S[:, idx], axis=-1)  # (batches, n_boot)
+    q = (1 - level) / 2
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio_boot = boot / boot[:1]
+        ratio_boot[np.isnan(ratio_boot)] = np.inf  # both medians censored
         med = np.median(S, axis=1)
         ratio = med / med[0]
-        q = (1 - level) / 2
         lo = np.quantile(ratio_boot, q, axis=1, method="lower")
         hi = np.quantile(ratio_boot, 1 - q, axis=1, method="higher")
     return med, ratio, lo, hi
@@ -81,7 +87,8 @@ def scaling_rule_scan(*, d, ell=2, temperature0=0.15, batches, variant="projecte
     input coordinates (sample nu has the same coordinates on span(w, w*) whatever the batch it falls in);
     only the out-of-plane part, drawn once per step, differs. The deviation is the ratio of the median
     samples at n_b to the median at the smallest batch, minus 1, with a 68 % percentile bootstrap over
-    the runs resampled jointly across batches (:func:`paired_ratio_interval`).
+    the runs resampled jointly across batches (:func:`paired_ratio_interval`). Recovery times at l >= 3
+    from m0 = d^-1/2 are heavy-tailed at small d: use >= 128 runs there.
 
     Returns
     -------
@@ -154,24 +161,37 @@ def scaling_rule_scan(*, d, ell=2, temperature0=0.15, batches, variant="projecte
                "budget": float(budget), "seed": int(seed), "sampler": "reduced"})
 
 
-def critical_batch_scan(*, ds, ell=2, temperature0=0.15, batches_per_d, variant="projected", seeds=64, seed=0,
+def batch_scale(d, ell, variant="projected"):
+    """The predicted scale of the critical batch at fixed temperature0: d^(ell/2) for projected SGD
+    (n_b* = gamma_eps / T with gamma_eps of order one), d^(ell-1) for the correlation loss."""
+    return float(d) ** (ell / 2 if variant == "projected" else ell - 1)
+
+
+def critical_batch_scan(*, ds, ell=2, temperature0=0.15, batch_units, variant="projected", seeds=64, seed=0,
                         tolerance=0.1, budget=10.0, eta=0.5):
     """The critical batch against d: :func:`scaling_rule_scan` at each d of ``ds`` with the batches
-    ``batches_per_d(d)`` (a callable returning the scan's batch sizes; the same ``seed`` at every d), and
-    the theory's critical batch and formula. Returns an xarray.Dataset over ``d`` with
-    ``critical_batch_theory``, ``critical_batch_formula_value``, ``critical_batch_measured`` (_lo, _hi),
-    and the fitted exponent of the theory's n_b*(d) (attrs ``theory_exponent``; predicted ell / 2 for
-    projected SGD, ell - 1 for the correlation loss)."""
+    n_b = round(u s(d)) for u in ``batch_units``, s(d) = :func:`batch_scale` (d^(ell/2) for projected SGD,
+    d^(ell-1) for the correlation loss), so that every d sees the same learning rates gamma = T n_b; the
+    same ``seed`` at every d. The smallest unit sets the reference batch: keep it in the rule's regime
+    (its ``reference_offset_theory`` is returned per d).
+
+    Returns an xarray.Dataset over ``d``: ``critical_batch_theory`` (the recursion's crossing),
+    ``critical_batch_formula_value`` (ell = 2: gamma_eps d / temperature0), ``critical_batch_measured`` and
+    its ``_lo``/``_hi``, ``reference_offset_theory``; attrs ``theory_exponent`` (slope of ln n_b* in ln d,
+    least squares over ``ds``), ``predicted_exponent`` (ell / 2 projected, ell - 1 correlation)."""
     ds = [int(d) for d in ds]
     if len(ds) < 2 or any(b <= a for a, b in zip(ds, ds[1:])):
         raise ValueError(f"ds (input dimensions) must be at least two increasing sizes; got {ds}")
+    units = [float(u) for u in batch_units]
+    if len(units) < 2 or min(units) <= 0 or any(b <= a for a, b in zip(units, units[1:])):
+        raise ValueError(f"batch_units (batches over the predicted scale) must be increasing and > 0; got {units}")
     names = ("critical_batch_theory", "critical_batch_formula_value", "critical_batch_measured",
-             "critical_batch_measured_lo", "critical_batch_measured_hi")
+             "critical_batch_measured_lo", "critical_batch_measured_hi", "reference_offset_theory")
     rows = {k: [] for k in names}
     for d in ds:
-        scan = scaling_rule_scan(d=d, ell=ell, temperature0=temperature0, batches=batches_per_d(d),
-                                 variant=variant, seeds=seeds, seed=seed, tolerance=tolerance, budget=budget,
-                                 eta=eta)
+        batches = sorted({max(1, int(round(u * batch_scale(d, ell, variant)))) for u in units})
+        scan = scaling_rule_scan(d=d, ell=ell, temperature0=temperature0, batches=batches, variant=variant,
+                                 seeds=seeds, seed=seed, tolerance=tolerance, budget=budget, eta=eta)
         for k in names:
             rows[k].append(scan.attrs[k])
     th = np.array(rows["critical_batch_theory"])
