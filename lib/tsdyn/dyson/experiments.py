@@ -47,14 +47,16 @@ def phase_diagram(Ts, inv_sigma_ws, *, steps, n_models, seed=0, executor=None, c
     return ds
 
 
-def linear_scaling(T, inv_sigma_w, batches, tau_f, *, seed, n_models, n_points=17):
+def linear_scaling(T, inv_sigma_w, batches, tau_f, *, seed, n_models, n_points=17, sharpness_samples=None):
     """Ensembles at the same temperature T = eps/|B| with different (eps, |B|) (linear scaling rule).
 
     For each batch size B: eps = T B and steps = tau_f / eps, so every run covers the
     same Langevin time tau = eps * steps (and uses the same number of samples,
     tau_f / T). All runs share ``seed``: model m has the same teacher, data and
     initial student for every B (a paired comparison); only the batches differ.
-    Recording times are linear in tau, common to all B.
+    Recording times are linear in tau, common to all B. With ``sharpness_samples`` the largest
+    Gauss-Newton curvature of each network at tau_f is also returned (``sharpness`` (batch, model),
+    see :func:`train_ensemble`).
 
     Returns
     -------
@@ -72,13 +74,16 @@ def linear_scaling(T, inv_sigma_w, batches, tau_f, *, seed, n_models, n_points=1
                              f"at the same tau")
         plan.append((p, int(round(steps))))
     runs = [train_ensemble(p, steps, seed=seed, n_models=n_models, n_points=n_points, spacing="linear",
-                           moment_samples=2, moments="ends") for p, steps in plan]
+                           moment_samples=2, moments="ends", sharpness_samples=sharpness_samples)
+            for p, steps in plan]
     tau = runs[0].tau.values
     return xr.Dataset({
         "loss": (("batch", "model"), np.stack([ds.loss.values[-1] for ds in runs])),
         "loss_tau": (("batch", "tau", "model"), np.stack([ds.loss.values for ds in runs])),
         "S": (("batch", "tau", "model"), np.stack([ds.S.values for ds in runs])),
         "steps": (("batch",), [int(ds.attrs["steps"]) for ds in runs]),
+        **({"sharpness": (("batch", "model"), np.stack([ds.sharpness.values[-1] for ds in runs]))}
+           if sharpness_samples is not None else {}),
     }, coords={"batch": list(batches), "tau": tau, "model": runs[0].model.values},
         attrs={"T": float(T), "inv_sigma_w": float(inv_sigma_w), "tau_f": float(tau_f)})
 

@@ -38,7 +38,7 @@ def _crossing_batch(batches, dev, tolerance):
 
 
 def scaling_rule_scan(T, inv_sigma_w, batches, *, tau_f, n_models, seed=0, tolerance=0.1, n_points=3,
-                      n_boot=2000, n_teachers=16, rank=16, theory_samples=4000):
+                      n_boot=2000, n_teachers=16, rank=16, theory_samples=4000, sharpness_samples=1000):
     """Paired ensembles at one temperature T = eps/|B| over batch sizes |B| (eps = T |B|), against
     the theory of the linear scaling rule and its finite-step break.
 
@@ -93,8 +93,9 @@ def scaling_rule_scan(T, inv_sigma_w, batches, *, tau_f, n_models, seed=0, toler
     Params.from_temperature(T, inv_sigma_w, batch=batches[-1])  # eps = T |B| checked by the parameter object
 
     # --- simulation: paired ensembles at equal tau
+    _validate.integer("sharpness_samples", sharpness_samples, low=2, doc="samples for the sharpness")
     sim = linear_scaling(float(T), float(inv_sigma_w), batches, float(tau_f), seed=seed, n_models=n_models,
-                         n_points=n_points)
+                         n_points=n_points, sharpness_samples=sharpness_samples)
     loss = sim.loss.values  # (batch, model)
     bad = ~np.all(np.isfinite(loss) & (loss > 0), axis=0)
     n_div = (~np.isfinite(loss)).sum(axis=1)
@@ -124,6 +125,10 @@ def scaling_rule_scan(T, inv_sigma_w, batches, *, tau_f, n_models, seed=0, toler
         bb = np.array([_crossing_batch(batches, boot_dev[:, k], tolerance) for k in range(n_boot)])
         if np.mean(np.isfinite(bb)) >= 0.9:
             b_lo, b_hi = (float(v) for v in np.nanquantile(bb, [0.16, 0.84]))
+
+    sh = sim.sharpness.values[:, ~bad]
+    sh_med = np.median(sh, axis=1)
+    sh_lo, sh_hi = q(np.median(sh[:, idx], axis=2)) if n_boot else (np.full(len(batches), np.nan),) * 2
 
     # --- theory: Langevin (rule exact) and the finite-step stability of the teacher minimum
     layers = tuple(Params.from_temperature(T, inv_sigma_w).layers)
@@ -156,6 +161,11 @@ def scaling_rule_scan(T, inv_sigma_w, batches, *, tau_f, n_models, seed=0, toler
                                {"long_name": "eps lambda_max / 2 at the teacher minimum (theory, median)"}),
             "stable_fraction": (dims, np.mean(float(T) < tc, axis=1),
                                 {"long_name": "fraction of theory teachers whose minimum is mean-square stable"}),
+            "sharpness": (dims, sh_med, {"long_name": "largest Gauss-Newton curvature of the trained networks "
+                                                      "(median over networks)"}),
+            "sharpness_lo": (dims, sh_lo), "sharpness_hi": (dims, sh_hi),
+            "step_sharpness": (dims, eps * sh_med / 2.0,
+                               {"long_name": "eps lambda_max / 2 of the trained networks (1: stability edge)"}),
             "eps": (dims, eps), "steps": (dims, sim.steps.values), "n_diverged": (dims, n_div),
             "deviation_tau": (("batch", "tau"), dev_tau,
                               {"long_name": "deviation read at each recording time tau (same definition)"}),

@@ -72,7 +72,7 @@ def record_steps(steps, n_points, spacing="log"):
 
 def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log", moment_samples=None,
                    moments="all", k_basis=False, published=False, on_record=None, record_at=None,
-                   on_state=None, resume=None):
+                   on_state=None, resume=None, sharpness_samples=None):
     """Train an ensemble of students in lockstep and record the paper's observables.
 
     All models advance together in one numba kernel call per block of steps
@@ -106,6 +106,11 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
         Also record the moments in the eigenbasis of the drift matrix K = -E[Delta^X]
         itself, as in the paper's App. B (``K_k``, ``V_k``, ``C_k``, ``xq_k`` below): one more
         pass over the moment samples wherever the moments are measured.
+    sharpness_samples : int or None
+        Also record ``sharpness`` wherever the moments are measured: the largest eigenvalue
+        lambda_max of the Gauss-Newton matrix (1/n) sum_a J_a J_a^T, J_a = d y_hat(x_a)/d vec W^(2),
+        over the first ``sharpness_samples`` training samples (the Hessian of the training loss
+        where the residuals vanish; eps lambda_max = 2 is gradient descent's stability limit).
     record_at : array of int or None
         Explicit recording steps (increasing, from 0 to ``steps``), in place of ``n_points``
         and ``spacing``.
@@ -186,6 +191,10 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
     n_rec = len(rec)
     nan = lambda *shape: np.full(shape, np.nan)  # noqa: E731
     obs = {k: nan(n_rec, M) for k in ("loss", "grad_norm", "G0", "align", "S")}
+    if sharpness_samples is not None:
+        _validate.integer("sharpness_samples", sharpness_samples, low=2, doc="samples for the sharpness")
+        obs["sharpness"] = nan(n_rec, M)
+        A1s = A1[:, :min(int(sharpness_samples), params.n_train)]
     x_rec, K_rec, V_rec = nan(n_rec, M, n2), nan(n_rec, M, n2), nan(n_rec, M, n2, n2)
     C_rec = nan(n_rec, M, n2)
     Kk_rec, Vk_rec, Ck_rec, xq_rec = nan(n_rec, M, n2), nan(n_rec, M, n2, n2), nan(n_rec, M, n2), nan(n_rec, M, n2)
@@ -229,6 +238,8 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
         if moments == "all" or r in (0, n_rec - 1):
             grad, mean, var, gg = _kernels.gradient_moments(W2, A1m, Ym, W3, np.ascontiguousarray(U))
             obs["grad_norm"][r] = np.sqrt(np.sum(grad ** 2, axis=(1, 2)))
+            if sharpness_samples is not None:
+                obs["sharpness"][r] = [_sharpness(W2[m], A1s[m], W3[m]) if live[m] else np.nan for m in range(M)]
             K_rec[r], V_rec[r] = -np.diagonal(mean, axis1=1, axis2=2), var
             # Cov of the per-sample gradient rows, sum_k Cov(Delta_ik, Delta_ik), in the X basis
             mg = np.einsum("mli,mlj->mij", U, grad)  # (U^T E[Delta])
@@ -293,10 +304,11 @@ def _dataset(params, rec, n, obs, rec_arrays, k_basis, published, z_var, diverge
     rec = rec[:n]
     M, n2 = x_rec.shape[1], x_rec.shape[2]
     t_div = np.where(diverged_at >= 0, diverged_at.astype(float), np.inf)
-    units = {"loss": "1", "grad_norm": "1", "G0": "1", "align": "1", "S": "1"}
+    units = {"loss": "1", "grad_norm": "1", "G0": "1", "align": "1", "S": "1", "sharpness": "per unit tau"}
     long = {"loss": "test loss (2.6)", "grad_norm": "norm of the full-batch gradient of W2 (3.3)",
             "G0": "feature time correlation G(t, 0) (3.4)", "align": "feature-field alignment (3.5)",
-            "S": "average level spacing of X (4.5)"}
+            "S": "average level spacing of X (4.5)",
+            "sharpness": "largest eigenvalue of the Gauss-Newton matrix of the training loss"}
     data = {k: (("t", "model"), v, {"long_name": long[k], "units": units[k]}) for k, v in obs.items()}
     data.update({
         "x": (("t", "model", "eig"), x_rec, {"long_name": "eigenvalues of X = W2 W2^T, ascending"}),
@@ -334,6 +346,24 @@ def _dataset(params, rec, n, obs, rec_arrays, k_basis, published, z_var, diverge
                "seed_entropy": str(ss.entropy), "seed_spawn_key": str(ss.spawn_key),
                "kind": "simulation", "tsdyn_version": __version__},
     )
+
+
+def _sharpness(W, A, W3):
+    """Largest eigenvalue of (1/n) sum_a J_a J_a^T for one model, J_a = g_a (x) a_a with
+    g = W3 (1 - tanh(W a)^2): Lanczos on J^T J (J never squared explicitly)."""
+    from scipy.sparse.linalg import LinearOperator, eigsh
+
+    n = A.shape[0]
+    g = W3 * (1.0 - np.tanh(A @ W.T) ** 2)  # (n, n2)
+    shape = W.shape
+
+    def matvec(v):
+        jv = np.einsum("ai,ij,aj->a", g, v.reshape(shape), A)  # J v
+        return (np.einsum("a,ai,aj->ij", jv, g, A) / n).ravel()  # J^T J v / n
+
+    op = LinearOperator((W.size, W.size), matvec=matvec, dtype=float)
+    v0 = np.ones(W.size) / np.sqrt(W.size)
+    return float(eigsh(op, k=1, which="LA", v0=v0, tol=1e-8, return_eigenvectors=False)[0])
 
 
 def initial_features(params, *, seed, n_models):
