@@ -17,7 +17,7 @@ from .analysis import (bootstrap, collapse, compatible_with_zero, critical_batch
                        hamming, max_pairwise_z, mean_se, near_transition, paired_shift, paper_critical_batch, passage_time, resolved_minimum, success_fraction, success_interval, tp_tn_rates,
                        transition_width, width_floor)
 from .cost import erf_batch_sizes
-from .experiments import greedy_point, grid_seeds, rerun_stored, scaling_rule_scan, sgd_point
+from .experiments import critical_batch_vs_lr, greedy_point, grid_seeds, rerun_stored, scaling_rule_scan, sgd_point
 from .graph import regular_bipartite
 from .greedy import SCHEDULES, greedy, record_sweeps
 from .networks import draw_networks
@@ -33,6 +33,6 @@ __all__ = [
     "mean_se", "gap_fraction", "near_transition", "max_pairwise_z", "bootstrap", "width_floor",
     "erf_batch_sizes", "cost", "resolved_minimum", "compatible_with_zero", "first_zero",
     "paper_critical_batch", "effective_time", "passage_time", "rerun_stored", "laws", "collapse",
-    "flat_runs", "paired_shift", "grid_seeds", "SCHEDULES", "scaling_rule_scan", "samples_to_loss",
+    "flat_runs", "paired_shift", "grid_seeds", "SCHEDULES", "scaling_rule_scan", "critical_batch_vs_lr", "samples_to_loss",
     "gauss_newton", "top_curvature", "stability_batch", "gd_samples_to_loss",
 ]

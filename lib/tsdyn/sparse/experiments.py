@@ -8,7 +8,7 @@ import xarray as xr
 
 from .. import _validate, sweep
 from .._seeds import child
-from ..stats import bootstrap_median, critical_batch, log_crossing
+from ..stats import bootstrap_median, critical_batch, fit_line, log_crossing
 from .greedy import greedy
 from .params import Params, SGDParams
 from .sgd import samples_to_loss, setup, sgd
@@ -85,8 +85,8 @@ def rerun_stored(stored, executor=None):
     return float(np.max(np.abs(new / old - 1)))
 
 
-def scaling_rule_scan(*, N, d, lr, batches, seeds=16, level=10 ** -1.5, max_samples=2e5, seed=0,
-                      tolerance=0.1, n_points=160):
+def scaling_rule_scan(*, N, d, lr, batches, seeds=16, level=0.1, max_samples=5e4, seed=0,
+                      tolerance=0.1, ratio=1.05, refine=32):
     """The linear scaling rule for the dense student at a fixed per-sample rate lambda (chapter 6).
 
     The summed loss of eq. (2) makes a step of eq. (5) move W by lambda m times the mean
@@ -104,7 +104,10 @@ def scaling_rule_scan(*, N, d, lr, batches, seeds=16, level=10 ** -1.5, max_samp
     Theory: gradient descent on the exact population loss with step lambda m from each run's
     start to ``level`` (:func:`tsdyn.sparse.theory.gd_samples_to_loss`): the noise-free part
     of SGD, whose deviation from the rule is the discretisation of the drift alone. Simulation:
-    SGD runs of at most ``max_samples`` samples (:func:`tsdyn.sparse.sgd.samples_to_loss`).
+    SGD runs that stop at ``level`` or after ``max_samples`` samples
+    (:func:`tsdyn.sparse.sgd.samples_to_loss`: the loss is checked on a grid growing by
+    ``ratio`` in samples, and the segment that reaches the level is replayed in ``refine``
+    pieces; the same procedure at every m).
     Run j has at every m the same teacher, initial student, validation set and stream of input
     samples (paired; only how the stream is cut into mini-batches differs), and the theory
     uses the same teacher and start. The observable is the ratio n_j(m) / n_j(m_0) at the
@@ -119,7 +122,8 @@ def scaling_rule_scan(*, N, d, lr, batches, seeds=16, level=10 ** -1.5, max_samp
         over ``batch`` (m): ``deviation_theory``, ``deviation``, ``deviation_lo``,
         ``deviation_hi``; ``samples`` and ``samples_theory`` (batch, run: the passages, inf if
         censored), ``samples_median`` with ``samples_lo``/``samples_hi``,
-        ``samples_theory_median``, ``final_loss`` (batch, run: last relative validation loss);
+        ``samples_theory_median``, ``end_loss`` (batch, run: the relative validation loss where
+        the run stopped, inf if it diverged);
         ``gamma_max`` (run). Attrs: ``temperature_symbol``, ``temperature``, ``observable``,
         ``critical_batch_formula``, ``critical_batch_theory`` (the stability batch m_s at the
         median gamma_max), ``critical_batch_theory_tolerance`` (where the theory's |deviation|
@@ -156,7 +160,7 @@ def scaling_rule_scan(*, N, d, lr, batches, seeds=16, level=10 ** -1.5, max_samp
         for k, m in enumerate(batches):
             theo[k, j] = gd_samples_to_loss(W0, teacher, scale, scale, lr, m, level, max_samples)
             sim[k, j], final[k, j] = samples_to_loss(SGDParams(N=N, d=d, m=m, lr=lr), level, max_samples,
-                                                     seed=ss, n_points=n_points)
+                                                     seed=ss, ratio=ratio, refine=refine)
     keep = np.isfinite(sim[0]) & np.isfinite(theo[0])
     if keep.sum() < 4:
         raise ValueError(f"level: only {int(keep.sum())} of {seeds} runs reach {level:g} at m = {batches[0]} "
@@ -182,7 +186,7 @@ def scaling_rule_scan(*, N, d, lr, batches, seeds=16, level=10 ** -1.5, max_samp
             "samples_lo": ("batch", s_lo),
             "samples_hi": ("batch", s_hi),
             "samples_theory_median": ("batch", np.median(theo[:, keep], axis=1)),
-            "final_loss": (("batch", "run"), final, {"long_name": "last relative validation loss"}),
+            "end_loss": (("batch", "run"), final, {"long_name": "relative validation loss where the run stopped"}),
             "gamma_max": ("run", gamma, {"long_name": "top Gauss-Newton curvature at the teacher"}),
         },
         coords={"batch": ("batch", np.asarray(batches), {"long_name": "mini-batch size m"}),
@@ -197,4 +201,72 @@ def scaling_rule_scan(*, N, d, lr, batches, seeds=16, level=10 ** -1.5, max_samp
                "level": float(level), "max_samples": float(max_samples), "N": int(N), "d": int(d),
                "runs": int(keep.sum()), "runs_left_out": int(seeds - keep.sum()), "seed": int(seed)
                if not isinstance(seed, np.random.SeedSequence) else str(seed.entropy)},
+    )
+
+
+def critical_batch_vs_lr(*, N, d, lrs, products, seeds=16, level=0.1, clock=5e4, seed=0,
+                         tolerance=0.1, ratio=1.05, refine=32):
+    """The critical batch at several per-sample rates lambda, against the predicted m_c ~ 1/lambda.
+
+    At each lambda of ``lrs``, :func:`scaling_rule_scan` over the batches m = 1 and
+    round(p / lambda) for p in ``products`` (the steps eta = lambda m to cover, the same at
+    every lambda), with ``clock / lambda`` samples per run at most (the same gradient-flow time
+    lambda n for every lambda) and the same seeds (so the same teachers and starts). The theory
+    is lambda m_c = const: the stability batch 2/(lambda gamma_max) and the noise-free theory's
+    tolerance crossing are both functions of lambda m only. A power law m_c ~ lambda^(-alpha)
+    fitted to the measured crossings (weighted least squares in log-log, errors from the 68 %
+    intervals) gives alpha with its standard error (nan with fewer than three finite crossings).
+
+    Returns
+    -------
+    xarray.Dataset
+        over ``lr``: ``critical_batch_measured`` with ``_lo``/``_hi``, ``critical_batch_theory``
+        (stability batch), ``critical_batch_theory_tolerance``; over (lr, product):
+        ``deviation``, ``deviation_lo``, ``deviation_hi``, ``deviation_theory`` (nan where the
+        rounded batch repeats one already scanned); attrs ``exponent``, ``exponent_se``
+        (the measured alpha; the theory's is 1) and the scan's settings.
+    """
+    lrs = [float(x) for x in lrs]
+    products = [float(p) for p in products]
+    if len(lrs) < 2 or any(b <= a for a, b in zip(lrs, lrs[1:])):
+        raise ValueError(f"lrs (per-sample learning rates) must be at least two increasing values; got {lrs}")
+    if len(products) < 1 or any(p <= 0 for p in products) or any(b <= a for a, b in zip(products, products[1:])):
+        raise ValueError(f"products (steps lambda m to scan) must be positive and increasing; got {products}")
+    _validate.real("clock", clock, low=1.0, doc="gradient-flow time lambda n per run")
+    keys = ("critical_batch_measured", "critical_batch_measured_lo", "critical_batch_measured_hi",
+            "critical_batch_theory", "critical_batch_theory_tolerance")
+    per_lr = {k: [] for k in keys}
+    table = {k: np.full((len(lrs), len(products)), np.nan)
+             for k in ("deviation", "deviation_lo", "deviation_hi", "deviation_theory")}
+    for i, lr in enumerate(lrs):
+        want = [max(1, int(round(p / lr))) for p in products]
+        batches = sorted({1, *want})
+        ds = scaling_rule_scan(N=N, d=d, lr=lr, batches=batches, seeds=seeds, level=level,
+                               max_samples=clock / lr, seed=seed, tolerance=tolerance, ratio=ratio,
+                               refine=refine)
+        for k in keys:
+            per_lr[k].append(ds.attrs[k])
+        seen = set()
+        for j, m in enumerate(want):
+            if m in seen or m == 1:
+                continue
+            seen.add(m)
+            for k in table:
+                table[k][i, j] = float(ds[k].sel(batch=m))
+    mc = np.array(per_lr["critical_batch_measured"])
+    lo = np.array(per_lr["critical_batch_measured_lo"])
+    hi = np.array(per_lr["critical_batch_measured_hi"])
+    ok = np.isfinite(mc) & np.isfinite(lo) & np.isfinite(hi) & (hi > lo)
+    alpha, alpha_se = np.nan, np.nan
+    if ok.sum() >= 3:
+        err = (np.log(hi[ok]) - np.log(lo[ok])) / 2
+        fit = fit_line(np.log(np.asarray(lrs)[ok]), np.log(mc[ok]), err)
+        alpha, alpha_se = -float(fit["slope"]), float(fit["slope_se"])
+    return xr.Dataset(
+        {**{k: ("lr", np.asarray(v, float)) for k, v in per_lr.items()},
+         **{k: (("lr", "product"), v) for k, v in table.items()}},
+        coords={"lr": ("lr", np.asarray(lrs), {"long_name": "per-sample learning rate lambda"}),
+                "product": ("product", np.asarray(products), {"long_name": "step lambda m"})},
+        attrs={"exponent": alpha, "exponent_se": alpha_se, "tolerance": float(tolerance), "N": int(N),
+               "d": int(d), "seeds": int(seeds), "level": float(level), "clock": float(clock)},
     )

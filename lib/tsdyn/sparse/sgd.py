@@ -5,7 +5,6 @@ import xarray as xr
 
 from .. import __version__, _validate
 from . import _kernels, _seeds
-from .analysis import passage_time
 from .greedy import record_sweeps
 from .networks import compact, draw_networks
 from .params import Params, SGDParams
@@ -119,32 +118,73 @@ def effective_time(t, lr, m, reduction="sum"):
     return lr * t * (m if reduction == "sum" else 1)
 
 
-def samples_to_loss(params, level, max_samples, *, seed, n_points=160):
-    """Samples n = m t that one SGD run (:func:`sgd`) needs to bring its validation loss to ``level``.
+def samples_to_loss(params, level, max_samples, *, seed, ratio=1.05, refine=32):
+    """Samples n = m t that one SGD run (eq. 5, as :func:`sgd`) needs to bring its relative
+    validation loss to ``level``; the run stops there.
 
-    The run makes ceil(max_samples / m) steps and records the relative validation loss at
-    ``n_points`` log-spaced steps; the passage is interpolated between records in
-    (log n, log loss) (:func:`tsdyn.sparse.analysis.passage_time`). +inf if the run does not
-    reach ``level`` (a censored run); a run that diverges is read up to its last finite record
-    (its last loss is then +inf). With the same ``seed`` a run at any m has
-    the same teacher, initial student and validation set, and sees the same stream of input
-    samples (the inputs are drawn in order from one generator, m per step), so runs at
-    different m are paired sample for sample.
+    The validation loss is checked after each segment of a geometric grid in samples (n_k about
+    ``ratio`` times n_(k-1), rounded up to whole steps; at most 2^20 numbers of inputs per
+    segment). When a check falls to ``level`` or below, the segment is replayed from the saved
+    weights on the same inputs in ``refine`` pieces, and the passage is interpolated linearly in
+    (log n, log loss) inside the first piece that reaches it: a resolution of about
+    (ratio - 1) / refine in n, whatever m. +inf if ``level`` is not reached within
+    ``max_samples`` (censored) or the weights blow up first.
+
+    With the same ``seed`` a run at any m has the same teacher, initial student and validation
+    set as :func:`sgd`, and sees the same stream of input samples (drawn in order from one
+    generator, m per step), so runs at different m are paired sample for sample.
 
     Returns
     -------
     (float, float)
-        the passage in samples and the last recorded relative validation loss.
+        the passage in samples (inf if none) and the relative validation loss where the run
+        stopped (inf if it diverged).
     """
+    if not isinstance(params, SGDParams):
+        raise ValueError(f"params must be a sparse.SGDParams; got {type(params).__name__}")
     _validate.real("level", level, low=0.0, low_open=True, doc="relative validation loss to reach")
     _validate.real("max_samples", max_samples, low=1.0, doc="samples per run at most")
-    steps = int(np.ceil(max_samples / params.m))
-    ds = sgd(params, steps, seed=seed, n_points=n_points)
-    loss = ds.val_loss.values
-    ok = np.isfinite(loss)
-    if ok.sum() < 2:
-        return np.inf, np.inf
-    n = ds.t.values[ok] * params.m
-    keep = n > 0
-    last = np.inf if bool(ds.diverged) else float(loss[ok][-1])
-    return float(passage_time(n[keep], loss[ok][keep], level)[()]), last
+    _validate.real("ratio", ratio, low=1.0, low_open=True, doc="growth of the check grid in samples")
+    _validate.integer("refine", refine, low=1, doc="pieces a segment is replayed in")
+    ss = _seeds.seed_sequence(seed)
+    N, m = params.N, params.m
+    _, t_idx, t_w, W, X_val, Y_val = setup(params, ss)
+    scale, s_scale = 1.0 / np.sqrt(params.d), params.student_scale
+    mean = params.reduction == "mean"
+    norm = 2.0 / float(np.mean(Y_val ** 2))
+    rng_x = _seeds.rng(ss, "batches")
+    total = int(np.ceil(max_samples / m))
+    cap = max(1, _BLOCK_NUMBERS // (N * m))
+    done = 0
+    loss = norm * _kernels.dense_loss(W, X_val, Y_val, s_scale)
+    if loss <= level:
+        return 0.0, float(loss)
+    while done < total:
+        n_steps = min(total - done, cap, max(1, int(np.ceil(max(done, 1) * (ratio - 1)))))
+        X = rng_x.standard_normal((n_steps * m, N))
+        Y = np.empty(n_steps * m)
+        _kernels.teacher1_outputs(t_idx, t_w, X, scale, Y)
+        W_saved = W.copy()
+        k = _kernels.sgd_steps(W, X, Y, m, params.lr, s_scale, mean)
+        new = norm * _kernels.dense_loss(W, X_val, Y_val, s_scale) if k == n_steps else np.inf
+        if new <= level or k < n_steps:
+            # replay the segment in pieces from the saved weights
+            W[:] = W_saved
+            edges = np.unique(np.linspace(0, n_steps, min(refine, n_steps) + 1).round().astype(int))
+            prev_n, prev_l = done * m, loss
+            for a, b in zip(edges[:-1], edges[1:]):
+                kk = _kernels.sgd_steps(W, X[a * m:b * m], Y[a * m:b * m], m, params.lr, s_scale, mean)
+                if kk < b - a:
+                    return np.inf, np.inf
+                cur = norm * _kernels.dense_loss(W, X_val, Y_val, s_scale)
+                n_cur = (done + b) * m
+                if cur <= level:
+                    if prev_n == 0:
+                        return float(n_cur), float(cur)
+                    f = (np.log(prev_l) - np.log(level)) / (np.log(prev_l) - np.log(cur))
+                    return float(np.exp(np.log(prev_n) + f * (np.log(n_cur) - np.log(prev_n)))), float(cur)
+                prev_n, prev_l = n_cur, cur
+            return np.inf, np.inf  # the replay diverged without reaching the level
+        done += n_steps
+        loss = new
+    return np.inf, float(loss)
