@@ -183,6 +183,8 @@ def test_batch_phase_boundary_runs_and_theory_falls_with_batch():
     assert ds.log10_loss.shape == (2, 3, 4)
     assert np.all(np.isfinite(ds.log10_loss.values))
     assert ds.Tc_theory.sel(batch=4) < ds.Tc_theory.sel(batch=1) < ds.attrs["Tc_langevin"]
+    # the loss leaves its plateau (doubles) and is half-way up inside the scanned range, onset first
+    assert 0.03125 < ds.T_onset.sel(batch=1) <= ds.T_half.sel(batch=1) < 32.0
 
 
 # ------------------------------------------------------------------ bad input

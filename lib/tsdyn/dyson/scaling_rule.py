@@ -208,7 +208,7 @@ def critical_batch_measured(ds, tolerance):
 
 
 def batch_phase_boundary(Ts, batches, inv_sigma_w, *, n_models, steps=None, tau_f=None, seed=0, n_boot=1000,
-                         n_teachers=16, rank=16, theory_samples=4000, **kw):
+                         onset=1.0, n_teachers=16, rank=16, theory_samples=4000, **kw):
     """The phase boundary T_c against |B|: for each batch size a temperature scan at 1/sigma_W =
     ``inv_sigma_w`` (:func:`tsdyn.dyson.phase_point`, ``n_models`` networks per point), read as
     the chapter reads its transition: T_1/2, where the mean of log10 of the final test loss crosses
@@ -218,13 +218,15 @@ def batch_phase_boundary(Ts, batches, inv_sigma_w, *, n_models, steps=None, tau_
     samples at every |B|); give one. Temperature k uses the seed child k of ``seed`` at every
     |B|: network m has the same teacher, data and start at every |B| (paired).
 
-    Beside it the theory's T_c(|B|) (:func:`stability.critical_temperature`: mean-square
+    Also the onset ``T_onset``: the first T where the geometric-mean final loss exceeds its value
+    at the lowest T by the factor 1 + ``onset`` (log-T interpolation; the same bootstrap), i.e.
+    where the loss leaves its low-temperature plateau. Beside both the theory's T_c(|B|) (:func:`stability.critical_temperature`: mean-square
     stability of the teacher minimum at step eps = T_c |B|; median and 16-84 % spread over its
     own teachers) and its Langevin limit T_c(0) (attrs ``Tc_langevin``). The two are different
     transitions: T_c(|B|) is where the zero-loss minimum repels SGD, T_1/2 where the loss at the
     end of the run is half-way up; the theory predicts the batch dependence of the first.
 
-    Returns a Dataset over ``batch`` (``T_half``, ``T_half_lo``, ``T_half_hi``, ``Tc_theory``,
+    Returns a Dataset over ``batch`` (``T_half``, ``T_onset``, each with ``_lo``, ``_hi``, ``Tc_theory``,
     ``Tc_theory_lo``, ``Tc_theory_hi``) and (``batch``, ``T``, ``model``) (``log10_loss``).
     ``kw`` goes to :func:`phase_point` (e.g. ``moment_samples``).
     """
@@ -240,7 +242,14 @@ def batch_phase_boundary(Ts, batches, inv_sigma_w, *, n_models, steps=None, tau_
     if len(Ts) < 3 or any(not (t > 0) for t in Ts) or any(b <= a for a, b in zip(Ts[:-1], Ts[1:])):
         raise ValueError(f"Ts must be at least three increasing temperatures > 0; got {Ts!r}")
     batches = _check_batches(batches)
-    rows, out = [], {k: [] for k in ("T_half", "T_half_lo", "T_half_hi")}
+    _validate.real("onset", onset, low=0.0, low_open=True, doc="relative rise of the loss that marks the onset")
+    rows, out = [], {k: [] for k in ("T_half", "T_half_lo", "T_half_hi", "T_onset", "T_onset_lo", "T_onset_hi")}
+    rise = np.log10(1.0 + float(onset))
+
+    def onset_estimate(a):
+        m = np.nanmean(a, axis=1)
+        return analysis.crossing(np.array(Ts), m - m[0], rise)
+
     for b in batches:
         logL = []
         for k, T in enumerate(Ts):
@@ -250,8 +259,9 @@ def batch_phase_boundary(Ts, batches, inv_sigma_w, *, n_models, steps=None, tau_
             logL.append(np.log10(s.loss.values))
         logL = np.array(logL)
         rows.append(logL)
-        for key, v in zip(out, analysis.halfway_crossing(np.array(Ts), logL, n_boot=n_boot,
-                                                           seed=_seeds.child(seed, 7, 3))):
+        half = analysis.halfway_crossing(np.array(Ts), logL, n_boot=n_boot, seed=_seeds.child(seed, 7, 3))
+        first = analysis._bootstrapped(onset_estimate, logL, n_boot, _seeds.child(seed, 7, 4))
+        for key, v in zip(out, (*half, *first)):
             out[key].append(v)
     mom = stability.minimum_moments(tuple(Params(eps=1.0).layers), seed=_seeds.child(seed, 7, 2),
                                     n_teachers=n_teachers, n_samples=theory_samples, rank=rank)
@@ -266,4 +276,6 @@ def batch_phase_boundary(Ts, batches, inv_sigma_w, *, n_models, steps=None, tau_
         attrs={"inv_sigma_w": float(inv_sigma_w), "n_models": int(n_models),
                "clock": f"steps = {steps}" if steps is not None else f"tau_f = {tau_f:g}",
                "Tc_langevin": float(np.median(stability.stability_temperature(mom, 0.0))),
-               "observable": "T_1/2: half-way temperature of the mean log10 final test loss"})
+               "onset": float(onset),
+               "observable": "T_1/2: half-way temperature of the mean log10 final test loss; T_onset: where "
+                             "the geometric-mean loss first exceeds its lowest-T value by 1 + onset"})
