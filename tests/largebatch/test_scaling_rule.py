@@ -125,3 +125,17 @@ def test_l3_projected_batch_beats_the_rule_as_theory_says():
         assert abs(float(p.deviation - p.deviation_theory)) < 3 * half + 0.01, (b, p)
     assert float(s.deviation_hi.sel(batch=8192)) < -s.attrs["tolerance"]
     assert float(s.deviation_theory.sel(batch=8192)) < -s.attrs["tolerance"]
+
+
+def test_law_of_the_overlap_explains_the_large_step_gap():
+    """l = 2, d = 128, n_b = 256 (gamma = 0.3, twice the critical batch): one step moves m ~ d^-1/2 by a
+    random amount of its own size, so the median run is not the deterministic run. The law of the overlap
+    (exact kernel, absorbed at eta) must put the median samples within 3 combined standard errors of the
+    runs' median (bootstrap half-width of 512 runs; law: its 16 groups' spread) plus half a batch (the runs'
+    median is a multiple of n_b), and below the deterministic dynamics by more than 3 of its own errors."""
+    s = scaling_rule_scan(d=128, ell=2, temperature0=0.15, batches=[4, 256], seeds=512, seed=7,
+                          law_batches=[256]).sel(batch=256)
+    sim_se = float(s.samples_hi - s.samples_lo) / 2
+    law, law_se = float(s.samples_law), float(s.samples_law_se)
+    assert abs(float(s.samples) - law) < 3 * np.hypot(sim_se, law_se) + 128
+    assert float(s.samples_theory) - law > 3 * law_se

@@ -53,11 +53,14 @@ def paired_ratio_interval(samples, *, level=0.68, n_boot=2000, seed=0):
         ratio = med / med[0]
         lo = np.quantile(ratio_boot, q, axis=1, method="lower")
         hi = np.quantile(ratio_boot, 1 - q, axis=1, method="higher")
-    return med, ratio, lo, hi
+    # a run's samples are whole batches, so at large n_b the medians take few values and a percentile
+    # interval of their ratio can stop just short of the estimate itself: widen it to include it
+    return med, ratio, np.minimum(lo, ratio), np.maximum(hi, ratio)
 
 
 def scaling_rule_scan(*, d, ell=2, temperature0=0.15, batches, variant="projected", seeds=64, seed=0,
-                      tolerance=0.1, budget=10.0, eta=0.5, n_boot=2000):
+                      tolerance=0.1, budget=10.0, eta=0.5, n_boot=2000, law_batches=(), law_grid=801,
+                      law_n_batches=8000):
     """The linear scaling rule at fixed temperature T = gamma / n_b = temperature0 d^(-ell/2): samples to
     weak recovery (|m| >= eta from m0 = d^-1/2) against the batch n_b.
 
@@ -79,6 +82,11 @@ def scaling_rule_scan(*, d, ell=2, temperature0=0.15, batches, variant="projecte
     crossing of eta placed between steps), relative to the smallest batch of ``batches``;
     :func:`theory.rule_critical_batch` for its crossing of ``tolerance`` (bisection on whole batches),
     and for ell = 2 the d -> infinity linear-stage formula above (:func:`theory.rule_linear_stage_gamma`).
+    At the batches listed in ``law_batches`` the theory also gives the median samples from the law of the
+    overlap across runs (:func:`theory.rule_law_samples`, exact one-step kernel on ``law_grid`` points,
+    ``law_n_batches`` batches each; costly, grid x batches x n_b force evaluations): at gamma of order one
+    a step moves the small overlap by a random amount as large as itself, and the median run leaves the
+    deterministic dynamics (``samples_law``, ``samples_law_se``; nan at the other batches).
 
     **Simulation**: ``seeds`` runs per batch of the exact-in-law sampler (:func:`simulate.recovery_time`,
     ``sampler="reduced"``), each with a budget of ``budget`` times the theory's samples at the smallest
@@ -115,6 +123,12 @@ def scaling_rule_scan(*, d, ell=2, temperature0=0.15, batches, variant="projecte
         raise ValueError(f"batches: the smallest batch {batches[0]} does not recover in the theory at "
                          f"temperature0 = {temperature0}: the temperature is past the noise line")
     dev_theory = s_theory / s_theory[0] - 1.0
+    law = np.full((2, len(batches)), np.nan)
+    for b in law_batches:
+        if int(b) not in batches:
+            raise ValueError(f"law_batches must be a subset of batches {batches}; got {b!r}")
+        i = batches.index(int(b))
+        law[:, i] = theory.rule_law_samples(params[i], grid=law_grid, n_batches=law_n_batches, seed=seed)
     limit = theory.rule_limit_samples(**kw)
     b_theory = theory.rule_critical_batch(tolerance=tolerance, reference=batches[0], **kw)
     T = temperature0 * d ** (-ell / 2)
@@ -146,6 +160,8 @@ def scaling_rule_scan(*, d, ell=2, temperature0=0.15, batches, variant="projecte
          "samples": ("batch", med, {"long_name": "median samples to weak recovery over the runs"}),
          "samples_lo": ("batch", s_lo), "samples_hi": ("batch", s_hi),
          "censored": ("batch", np.isinf(runs).sum(axis=1)),
+         "samples_law": ("batch", law[0], {"long_name": "median samples, law of the overlap (theory)"}),
+         "samples_law_se": ("batch", law[1]),
          "gamma": ("batch", np.array([p.gamma for p in params])),
          "samples_runs": (("batch", "run"), runs)},
         coords={"batch": batches, "run": np.arange(seeds)},

@@ -1148,6 +1148,24 @@ def rule_samples(params, *, max_steps=10 ** 9, whole_steps=True):
     return float(params.n_b * (T + (0.5 if whole_steps else 0.0)))
 
 
+def rule_law_samples(params, *, grid=801, n_batches=8000, seed=0, steps=None):
+    """Median samples to weak recovery from the *law* of the overlap across runs (:func:`first_passage`:
+    the exact one-step kernel, absorbed at eta), n_b (t_median + 1/2) with the half step of
+    :func:`rule_samples`, and its Monte Carlo error. Where one step moves the overlap by a random amount
+    comparable to itself (gamma of order one, n_b ~ d: the step's spread at m ~ d^-1/2 is
+    gamma^2 (d / n_b) Var F of order one whatever d) the median run is not the deterministic dynamics'
+    run, and this is the theory to compare with. The kernel costs grid x n_batches x n_b force
+    evaluations; at small gamma its drift is lost in the Monte Carlo noise (:func:`first_passage`: check
+    the groups), so use it at large batches. ``steps`` defaults to four times the deterministic time.
+
+    Returns (samples, samples_se)."""
+    if steps is None:
+        T = recovery_time(params, m0=params.m0, fractional=True)
+        steps = int(4 * T) + 20 if np.isfinite(T) else 10 ** 4
+    fp = first_passage(params, int(steps), grid=grid, n_batches=n_batches, seed=seed)
+    return float(params.n_b * (float(fp.t_median) + 0.5)), float(params.n_b * float(fp.t_median_se))
+
+
 def rule_deviation(*, d, ell, temperature0, n_b, reference=1, variant="projected", eta=0.5):
     """The theory's deviation from the linear scaling rule at batch ``n_b``:
     S(n_b) / S(reference) - 1, S = :func:`rule_samples` at the fixed temperature gamma / n_b =
