@@ -139,3 +139,14 @@ def test_law_of_the_overlap_explains_the_large_step_gap():
     law, law_se = float(s.samples_law), float(s.samples_law_se)
     assert abs(float(s.samples) - law) < 3 * np.hypot(sim_se, law_se) + 128
     assert float(s.samples_theory) - law > 3 * law_se
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(ds=[256, 128], batch_units=[0.1, 1.0]), "ds"),
+    (dict(ds=[128, 256], batch_units=[1.0, 0.1]), "batch_units"),
+    (dict(ds=[128, 256], batch_units=[0.0, 1.0]), "batch_units"),
+])
+def test_critical_batch_scan_bad_input(kwargs, name):
+    from tsdyn.largebatch.scaling_rule import critical_batch_scan
+    with pytest.raises(ValueError, match=name):
+        critical_batch_scan(**kwargs)

@@ -12,7 +12,7 @@ import numpy as np
 import xarray as xr
 
 from .. import _seeds, _validate
-from ..stats import bootstrap_median, critical_batch
+from ..stats import bootstrap_median, critical_batch, fit_line
 from . import theory
 from .params import fixed_temperature_params
 from .simulate import recovery_time
@@ -194,7 +194,9 @@ def critical_batch_scan(*, ds, ell=2, temperature0=0.15, batch_units, variant="p
     Returns an xarray.Dataset over ``d``: ``critical_batch_theory`` (the recursion's crossing),
     ``critical_batch_formula_value`` (ell = 2: gamma_eps d / temperature0), ``critical_batch_measured`` and
     its ``_lo``/``_hi``, ``reference_offset_theory``; attrs ``theory_exponent`` (slope of ln n_b* in ln d,
-    least squares over ``ds``), ``predicted_exponent`` (ell / 2 projected, ell - 1 correlation)."""
+    least squares over ``ds``), ``measured_exponent`` and ``measured_exponent_se`` (the same for the measured
+    crossings, weighted by their intervals' half-widths in ln n_b; nan with fewer than 3 finite ones),
+    ``predicted_exponent`` (ell / 2 projected, ell - 1 correlation)."""
     ds = [int(d) for d in ds]
     if len(ds) < 2 or any(b <= a for a, b in zip(ds, ds[1:])):
         raise ValueError(f"ds (input dimensions) must be at least two increasing sizes; got {ds}")
@@ -213,7 +215,15 @@ def critical_batch_scan(*, ds, ell=2, temperature0=0.15, batch_units, variant="p
     th = np.array(rows["critical_batch_theory"])
     slope = float(np.polyfit(np.log(ds), np.log(th), 1)[0]) if np.all(np.isfinite(th)) else float("nan")
     pred = ell / 2 if variant == "projected" else ell - 1.0
+    meas, lo, hi = (np.array(rows[k]) for k in ("critical_batch_measured", "critical_batch_measured_lo",
+                                                "critical_batch_measured_hi"))
+    fit = {"slope": float("nan"), "slope_se": float("nan")}
+    ok = np.isfinite(meas) & np.isfinite(lo) & np.isfinite(hi) & (hi > lo)
+    if ok.sum() >= 3:  # weighted by the half-width of each crossing's interval in ln n_b
+        fit = fit_line(np.log(np.array(ds, float)[ok]), np.log(meas[ok]), (np.log(hi[ok]) - np.log(lo[ok])) / 2)
     return xr.Dataset({k: ("d", np.array(v, float)) for k, v in rows.items()}, coords={"d": ds},
-                      attrs={"theory_exponent": slope, "predicted_exponent": float(pred), "ell": int(ell),
+                      attrs={"theory_exponent": slope, "measured_exponent": float(fit["slope"]),
+                             "measured_exponent_se": float(fit["slope_se"]),
+                             "predicted_exponent": float(pred), "ell": int(ell),
                              "variant": variant, "temperature0": float(temperature0),
                              "tolerance": float(tolerance), "seeds": int(seeds)})

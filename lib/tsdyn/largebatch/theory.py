@@ -1194,8 +1194,11 @@ def rule_critical_batch(*, d, ell, temperature0, tolerance=0.1, reference=1, var
     last step is interpolated linearly in log n_b between the two neighbouring whole batches (inf
     deviation: the upper one). nan if it does not reach it by ``n_max``."""
     _validate.real("tolerance", tolerance, low=0.0, low_open=True, doc="relative deviation")
-    kw = dict(d=d, ell=ell, temperature0=temperature0, reference=reference, variant=variant, eta=eta)
-    dev = functools.lru_cache(maxsize=None)(lambda n: abs(rule_deviation(n_b=n, **kw)))
+    from .params import fixed_temperature_params
+    kw = dict(d=d, ell=ell, temperature0=temperature0, variant=variant, eta=eta)
+    s_ref = rule_samples(fixed_temperature_params(n_b=reference, **kw))
+    dev = functools.lru_cache(maxsize=None)(
+        lambda n: abs(rule_samples(fixed_temperature_params(n_b=n, **kw)) / s_ref - 1.0))
     lo = hi = int(reference)
     while dev(hi) < tolerance:
         lo, hi = hi, 2 * hi
