@@ -168,6 +168,29 @@ def test_trained_networks_sit_at_the_stability_edge_beyond_the_break(scan):
     assert scan.sharpness.sel(batch=128) < scan.sharpness_lo.sel(batch=1)
 
 
+def test_teacher_minimum_repels_sgd_where_the_theory_says(scan):
+    """The same networks started at their teacher (+ a 1 % perturbation), tau = 32: the fraction whose loss
+    grows against the fraction of the theory's own teachers (6 here) that are mean-square unstable at this
+    step. |B| = 1, 4 (eps lambda_max/2 < 0.3): at most 2 of 16 repelled; |B| = 128: at least 13 of 16, and
+    the theory says all. At |B| = 32, near B_c: the two fractions agree within 3 combined binomial
+    standard errors (16 networks, 6 teachers)."""
+    assert scan.repelled.sel(batch=1) <= 2 / 16 and scan.repelled.sel(batch=4) <= 2 / 16
+    assert scan.repelled.sel(batch=128) >= 13 / 16 and scan.unstable_theory.sel(batch=128) == 1.0
+    p = 0.5 * (scan.repelled.sel(batch=32).item() + scan.unstable_theory.sel(batch=32).item())
+    se = np.sqrt(max(p * (1 - p), 0.05) * (1 / 16 + 1 / 6))
+    assert abs(scan.repelled.sel(batch=32).item() - scan.unstable_theory.sel(batch=32).item()) < 3 * se
+    assert 4 < scan.attrs["critical_batch_repelled"] < 128
+
+
+def test_teacher_start_is_the_teacher_plus_the_perturbation():
+    from tsdyn.dyson.simulate import networks
+    p = dyson.Params(eps=0.1, sigma_w=1e-3)
+    rand, near = (networks(p, seed=4, n_models=2, init=i) for i in ("random", "teacher"))
+    assert np.allclose(near["W2"] - near["W2_teacher"], rand["W2"], rtol=0, atol=1e-15)
+    with pytest.raises(ValueError, match="init"):
+        networks(p, seed=4, n_models=1, init="zero")
+
+
 def test_sharpness_is_the_top_eigenvalue_of_the_gauss_newton_matrix():
     from tsdyn.dyson.simulate import _sharpness, networks
     net = networks(dyson.Params(eps=0.1, sigma_w=0.5), seed=2, n_models=1)

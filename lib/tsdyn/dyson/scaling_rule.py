@@ -12,6 +12,7 @@ from .. import _seeds, _validate
 from . import analysis, stability
 from .experiments import linear_scaling, phase_point
 from .params import Params
+from .simulate import train_ensemble
 
 CRITICAL_BATCH_FORMULA = (r"T = T_c(\epsilon{=}T B_c),\quad "
                           r"T_c(\epsilon)^{-1} = \rho\!\left[D_\epsilon^{-1/2}(M-\Lambda\otimes\Lambda)D_\epsilon^{-1/2}\right],"
@@ -38,7 +39,8 @@ def _crossing_batch(batches, dev, tolerance):
 
 
 def scaling_rule_scan(T, inv_sigma_w, batches, *, tau_f, n_models, seed=0, tolerance=0.1, n_points=3,
-                      n_boot=2000, n_teachers=16, rank=16, theory_samples=4000, sharpness_samples=1000):
+                      n_boot=2000, n_teachers=16, rank=16, theory_samples=4000, sharpness_samples=1000,
+                      stability_tau=32.0, perturbation=0.01):
     """Paired ensembles at one temperature T = eps/|B| over batch sizes |B| (eps = T |B|), against
     the theory of the linear scaling rule and its finite-step break.
 
@@ -65,7 +67,18 @@ def scaling_rule_scan(T, inv_sigma_w, batches, *, tau_f, n_models, seed=0, toler
     - 1 against the smallest batch |B|_0 (the rule's prediction: the run nearest the Langevin
     limit); 68 % interval from ``n_boot`` bootstrap resamples of the networks (the same
     resample at every |B|, keeping the pairing). A network whose weights diverge at any |B| is
-    dropped from every |B| and counted (``n_diverged``).
+    dropped from every |B| and counted (``n_diverged``). The mechanism is measured too: ``sharpness``,
+    the largest Gauss-Newton curvature lambda_max of the trained networks at tau_f (median over
+    networks, first ``sharpness_samples`` training samples, bootstrap 68 %), and ``step_sharpness``
+    = eps lambda_max / 2, which reads 1 where SGD sits at gradient descent's stability edge;
+    attrs ``critical_batch_state`` = 2 / (T lambda_max) at the smallest batch's trained networks
+    (the curvature bound at the state the rule-exact run reaches, a simulation reading).
+    **The theory's B_c tested on the network** (:func:`minimum_stability_check`, skipped with
+    ``stability_tau=None``): the same networks started at their teacher plus a perturbation of scale
+    ``perturbation`` and trained for tau = ``stability_tau``: ``repelled`` (fraction whose loss grew,
+    68 % Clopper-Pearson ``_lo``, ``_hi``) against the theory's ``unstable_theory`` (= 1 -
+    ``stable_fraction``); attrs ``critical_batch_repelled`` (+ ``_lo``, ``_hi``), where half are
+    repelled.
     **Theory** (:mod:`tsdyn.dyson.stability`): its own ``n_teachers`` teachers (``theory_samples``
     fresh inputs each, the top ``rank`` curvature directions); it meets the simulation only in
     the widths, T and the batches. Per batch: ``Tc_step`` T_c(eps = T|B|) (median over teachers,
@@ -144,9 +157,20 @@ def scaling_rule_scan(T, inv_sigma_w, batches, *, tau_f, n_models, seed=0, toler
     tc_lo, tc_hi = spread(tc, 1)
     bc_lo, bc_hi = spread(bc)
 
+    extra, extra_attrs = {}, {}
+    if stability_tau is not None:
+        chk = minimum_stability_check(T, batches, tau_f=float(stability_tau), n_models=n_models, seed=seed,
+                                      perturbation=perturbation, mom=mom)
+        extra = {k: (("batch",), chk[k].values) for k in ("repelled", "repelled_lo", "repelled_hi")}
+        extra_attrs = {k: chk.attrs[k] for k in ("critical_batch_repelled", "critical_batch_repelled_lo",
+                                                 "critical_batch_repelled_hi")}
+        extra_attrs.update(stability_tau=float(stability_tau), perturbation=float(perturbation))
+
     dims = ("batch",)
     return xr.Dataset(
         {
+            **extra,
+            "unstable_theory": (dims, 1.0 - np.mean(float(T) < tc, axis=1)),
             "deviation_theory": (dims, np.zeros(len(batches)),
                                  {"long_name": "Langevin limit: exactly 0 (drift and diffusion depend on T only)"}),
             "deviation": (dims, dev, {"long_name": "geometric-mean final test loss / that at the smallest |B| - 1"}),
@@ -180,11 +204,12 @@ def scaling_rule_scan(T, inv_sigma_w, batches, *, tau_f, n_models, seed=0, toler
             "critical_batch_formula": CRITICAL_BATCH_FORMULA,
             "critical_batch_theory": float(med(bc)), "critical_batch_theory_lo": float(bc_lo),
             "critical_batch_theory_hi": float(bc_hi), "critical_batch_gd": float(med(bgd)),
+            "critical_batch_state": float(2.0 / (float(T) * sh_med[0])),
             "critical_batch_measured": float(b_meas), "critical_batch_measured_lo": b_lo,
             "critical_batch_measured_hi": b_hi,
             "Tc_langevin": float(med(tc0)), "lambda_max": float(med(mom.lam_max)),
             "inv_sigma_w": float(inv_sigma_w), "tau_f": float(tau_f), "n_models": int(n_models),
-            "n_teachers": int(n_teachers), "rank": int(rank), "n_boot": int(n_boot),
+            "n_teachers": int(n_teachers), "rank": int(rank), "n_boot": int(n_boot), **extra_attrs,
         })
 
 
@@ -279,3 +304,68 @@ def batch_phase_boundary(Ts, batches, inv_sigma_w, *, n_models, steps=None, tau_
                "onset": float(onset),
                "observable": "T_1/2: half-way temperature of the mean log10 final test loss; T_onset: where "
                              "the geometric-mean loss first exceeds its lowest-T value by 1 + onset"})
+
+
+def minimum_stability_check(T, batches, *, tau_f, n_models, seed=0, perturbation=0.01, n_teachers=16, rank=16,
+                            theory_samples=4000, mom=None):
+    """Does the teacher minimum repel SGD where the theory says? The test of
+    :mod:`tsdyn.dyson.stability` on the full network.
+
+    For each |B| (eps = T |B|), ``n_models`` networks start at their teacher's W̄^(2) plus a
+    perturbation N(0, ``perturbation``^2 / n1) (the same perturbation, teacher and data at every
+    |B|: paired) and are trained for round(tau_f / eps) SGD steps (at least 1). A network is
+    *repelled* if its test loss at the end exceeds that at the start. Measured: the repelled
+    fraction with its 68 % Clopper-Pearson interval, and the median of log10 L(end)/L(0).
+    Theory: the fraction of its own teachers whose minimum is mean-square unstable at this step,
+    T >= T_c(eps) (:func:`stability.stability_temperature`). The criterion is mean-square and
+    linear: a network near the boundary may go either way, and the measured fraction counts
+    typical paths, so the two are compared as fractions, not network by network.
+
+    ``mom``: theory moments already drawn (:func:`stability.minimum_moments`), else drawn here.
+    Returns a Dataset over ``batch``: ``repelled``, ``repelled_lo``, ``repelled_hi``,
+    ``unstable_theory``, ``log10_loss_ratio`` (median), ``eps``, ``steps``; and over (``batch``,
+    ``model``) the flags ``repelled_model``; attrs ``critical_batch_repelled`` (+ ``_lo``, ``_hi``):
+    the |B| where the repelled fraction crosses 1/2 (log-|B| interpolation; bootstrap over networks,
+    the same resample at every |B|), the measured counterpart of the theory's median B_c.
+    """
+    _validate.real("T", T, low=0.0, low_open=True, doc="temperature eps/|B|")
+    _validate.real("tau_f", tau_f, low=0.0, low_open=True, doc="Langevin time eps t of every run")
+    _validate.integer("n_models", n_models, low=1, doc="networks per batch size")
+    _validate.real("perturbation", perturbation, low=0.0, low_open=True, doc="scale of the start's offset "
+                   "from the teacher")
+    batches = _check_batches(batches)
+    rows, flags = [], []
+    for b in batches:
+        p = Params.from_temperature(T, 1.0 / float(perturbation), batch=b)
+        steps = max(1, int(round(tau_f / p.eps)))
+        ds = train_ensemble(p, steps, seed=seed, n_models=n_models, n_points=2, moment_samples=2, moments="ends",
+                            init="teacher")
+        L0, L1 = ds.loss.values[0], ds.loss.values[-1]
+        grew = ~(L1 <= L0)  # a diverged network (NaN) counts as repelled
+        rows.append((grew.sum(), np.nanmedian(np.log10(L1 / L0)), p.eps, steps))
+        flags.append(grew)
+    k = np.array([r[0] for r in rows])
+    lo, hi = analysis.clopper_pearson(k, n_models)
+    flags = np.array(flags, dtype=float)  # (batch, model)
+    bx = np.array(batches, float)
+    b_rep = analysis.crossing(bx, flags.mean(1), 0.5)
+    rng = np.random.default_rng(_seeds.child(seed, 7, 5))
+    boot = np.array([analysis.crossing(bx, flags[:, rng.integers(0, n_models, n_models)].mean(1), 0.5)
+                     for _ in range(1000)])
+    b_lo, b_hi = (np.nanquantile(boot, [0.16, 0.84]) if np.mean(np.isfinite(boot)) >= 0.9
+                  else (float("nan"), float("nan")))
+    if mom is None:
+        mom = stability.minimum_moments(Params(eps=1.0).layers, seed=_seeds.child(seed, 7, 2),
+                                        n_teachers=n_teachers, n_samples=theory_samples, rank=rank)
+    unstable = [np.mean(float(T) >= stability.stability_temperature(mom, float(T) * b)) for b in batches]
+    dims = ("batch",)
+    return xr.Dataset({"repelled": (dims, k / n_models), "repelled_lo": (dims, lo), "repelled_hi": (dims, hi),
+                       "unstable_theory": (dims, np.array(unstable)),
+                       "log10_loss_ratio": (dims, np.array([r[1] for r in rows])),
+                       "eps": (dims, np.array([r[2] for r in rows])), "steps": (dims, np.array([r[3] for r in rows])),
+                       "repelled_model": (("batch", "model"), flags.astype(bool))},
+                      coords={"batch": batches, "model": np.arange(n_models)},
+                      attrs={"T": float(T), "tau_f": float(tau_f), "n_models": int(n_models),
+                             "perturbation": float(perturbation), "n_teachers": int(mom.n_teachers),
+                             "critical_batch_repelled": float(b_rep), "critical_batch_repelled_lo": float(b_lo),
+                             "critical_batch_repelled_hi": float(b_hi)})

@@ -21,8 +21,11 @@ def _stream(ss, model, kind):
     return np.random.default_rng(_seeds.child(ss, model, kind))
 
 
-def networks(params, *, seed, n_models):
+def networks(params, *, seed, n_models, init="random"):
     """Teachers, data and initial students of an ensemble (Park et al. sec. 3.1).
+
+    ``init="teacher"`` starts each student at its teacher's W̄^(2) plus the same Gaussian
+    draw N(0, sigma_w^2 / n1): a perturbed zero-loss minimum, for stability tests.
 
     Model m: teacher W̄^(l)_ij ~ N(0, 1/n_{l-1}) (eq. 3.1); n_train + n_test inputs
     x ~ N(0, I_{n0}) labelled by the teacher; student W^(2)_ij ~ N(0, sigma_w^2/n1)
@@ -39,6 +42,8 @@ def networks(params, *, seed, n_models):
     if not isinstance(params, Params):
         raise ValueError(f"params must be a dyson.Params; got {type(params).__name__}")
     _validate.integer("n_models", n_models, low=1, doc="ensemble size")
+    if init not in ("random", "teacher"):
+        raise ValueError(f"init must be 'random' or 'teacher'; got {init!r}")
     ss = _seeds.seed_sequence(seed)
     n0, n1, n2, _ = params.layers
     D, Dt = params.n_train, params.n_test
@@ -54,7 +59,8 @@ def networks(params, *, seed, n_models):
         out["W1"].append(W1)
         out["W2_teacher"].append(W2t)
         out["W3"].append(W3)
-        out["W2"].append(rs.standard_normal((n2, n1)) * (params.sigma_w / np.sqrt(n1)))
+        out["W2"].append(rs.standard_normal((n2, n1)) * (params.sigma_w / np.sqrt(n1))
+                         + (W2t if init == "teacher" else 0.0))
         out["A1_train"].append(A1[:D])
         out["A1_test"].append(A1[D:])
         out["y_train"].append(y[:D])
@@ -72,7 +78,7 @@ def record_steps(steps, n_points, spacing="log"):
 
 def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log", moment_samples=None,
                    moments="all", k_basis=False, published=False, on_record=None, record_at=None,
-                   on_state=None, resume=None, sharpness_samples=None):
+                   on_state=None, resume=None, sharpness_samples=None, init="random"):
     """Train an ensemble of students in lockstep and record the paper's observables.
 
     All models advance together in one numba kernel call per block of steps
@@ -106,6 +112,9 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
         Also record the moments in the eigenbasis of the drift matrix K = -E[Delta^X]
         itself, as in the paper's App. B (``K_k``, ``V_k``, ``C_k``, ``xq_k`` below): one more
         pass over the moment samples wherever the moments are measured.
+    init : {"random", "teacher"}
+        The start: the paper's random W^(2) (eq. 2.11), or the teacher's W̄^(2) plus that
+        same draw (:func:`networks`).
     sharpness_samples : int or None
         Also record ``sharpness`` wherever the moments are measured: the largest eigenvalue
         lambda_max of the Gauss-Newton matrix (1/n) sum_a J_a J_a^T, J_a = d y_hat(x_a)/d vec W^(2),
@@ -179,7 +188,7 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
     if moments not in ("all", "ends"):
         raise ValueError(f"moments must be 'all' or 'ends'; got {moments!r}")
     ss = _seeds.seed_sequence(seed)
-    net = networks(params, seed=ss, n_models=n_models)
+    net = networks(params, seed=ss, n_models=n_models, init=init)
     batch_rngs = [_stream(ss, m, 3) for m in range(n_models)]
     M, n2, n1 = net["W2"].shape
     W2 = net["W2"].copy()
