@@ -74,9 +74,12 @@ def scaling_rule_scan(*, d, ell=2, temperature0=0.15, batches, variant="projecte
     sqrt((1 + gamma B0)^2 + gamma temperature0 E[F^2]) instead of exp(gamma r), so the rule is off by
     r gamma / ln rho(gamma) - 1 (:func:`theory.rule_linear_stage`); projected SGD on the square loss has
     B0 = -ell (its radial step), and the deviation reaches ``tolerance`` at a learning rate gamma_eps of
-    order one: n_b* = gamma_eps / T = gamma_eps d^(ell/2) / temperature0. (For the correlation loss,
-    B0 = 0, the step's own noise gamma^2 (d / n_b) E[F^2] = gamma T d E[F^2] sets it: n_b* ~ d^(ell-1),
-    which for ell = 2 is again ~ d.)
+    order one: n_b* = gamma_eps / T = gamma_eps d^(ell/2) / temperature0. For ell >= 3 the radial step
+    divides the tangential move by 1 - ell gamma at every m, a relative O(ell gamma) change of the whole
+    search: n_b* ~ eps / (ell T) ~ d^(ell/2) (projected). The correlation loss has no radial step (B0 = 0);
+    what is left is the discreteness of the drift, whose relative move per step gamma ell m^(ell-2) is small
+    until m ~ (ell gamma)^(-1/(ell-2)); the search time spent above that is a fraction ~ gamma d^(-(ell-2)/2)
+    of the whole, so n_b* ~ eps d^((ell-2)/2) / T ~ d^(ell-1) (for ell = 2 both give ~ d).
 
     **Theory**: :func:`theory.rule_deviation` (the deterministic finite-d dynamics, samples with the
     crossing of eta placed between steps), relative to the smallest batch of ``batches``;
@@ -139,8 +142,8 @@ def scaling_rule_scan(*, d, ell=2, temperature0=0.15, batches, variant="projecte
                    r"=1+\epsilon,\quad \rho(\gamma)=\frac{1+\gamma A_1}{\sqrt{(1+\gamma B_0)^2+\gamma\tau_0\mathbb E[F^2]}}")
     else:
         g_eps = float("nan")
-        formula = (r"n_b^*=\frac{\gamma_\epsilon}{\gamma/n_b}\propto d^{\ell/2}" if variant == "projected"
-                   else r"n_b^*\propto\frac{1}{(\gamma/n_b)^2\,d\,\mathbb E[F^2]}\propto d^{\ell-1}")
+        formula = (r"n_b^*\sim\frac{\epsilon}{\ell\,\gamma/n_b}\propto d^{\ell/2}" if variant == "projected"
+                   else r"n_b^*\sim\frac{\epsilon\,d^{(\ell-2)/2}}{\gamma/n_b}\propto d^{\ell-1}")
     # simulation: paired seeds across batches
     max_samples = budget * s_theory[0]
     runs = np.empty((len(batches), seeds))
