@@ -40,7 +40,8 @@ def test_map_on_symmetric_matrices_equals_the_direct_one_step_moment():
     for eps, batch in ((0.1, 1), (0.3, 4), (0.05, 32)):
         T = eps / batch
         S = U.T @ Sigma @ U
-        theory = (1 - eps * (lam[i] + lam[j]) + eps ** 2 * lam[i] * lam[j]) * (S[i, j] * w) + eps * T * Q @ (S[i, j] * w)
+        svec = S[i, j] * w
+        theory = (1 - eps * (lam[i] + lam[j]) + eps ** 2 * lam[i] * lam[j]) * svec + eps * T * Q @ svec
         direct = U.T @ _direct_second_moment(J, Sigma, eps, batch) @ U
         assert np.allclose(theory, direct[i, j] * w, rtol=1e-10, atol=1e-10 * np.abs(direct).max())
 

@@ -15,7 +15,8 @@ from .params import Params
 from .simulate import train_ensemble
 
 CRITICAL_BATCH_FORMULA = (r"T = T_c(\epsilon{=}T B_c),\quad "
-                          r"T_c(\epsilon)^{-1} = \rho\!\left[D_\epsilon^{-1/2}(M-\Lambda\otimes\Lambda)D_\epsilon^{-1/2}\right],"
+                          r"T_c(\epsilon)^{-1} = "
+                          r"\rho\!\left[D_\epsilon^{-1/2}(M-\Lambda\otimes\Lambda)D_\epsilon^{-1/2}\right],"
                           r"\ D_\epsilon = \lambda_i+\lambda_j-\epsilon\lambda_i\lambda_j;\quad "
                           r"B_c \to 2/(T\lambda_{\max})\ \text{as}\ T\to 0")
 
@@ -89,11 +90,13 @@ def scaling_rule_scan(T, inv_sigma_w, batches, *, tau_f, n_models, seed=0, toler
     Returns an xarray.Dataset over ``batch`` (data_vars above, plus ``loss_gmean`` and its
     ``_lo``, ``_hi``, ``eps``, ``steps``, ``n_diverged``), ``model`` (``loss`` per network and
     batch) and ``tau`` (the ``n_points`` - 1 recording times tau > 0, linear: ``deviation_tau``
-    (batch, tau), the same reading at each time, and ``critical_batch_measured_tau``) with float/str attrs: temperature_symbol, temperature, observable, tolerance,
-    critical_batch_formula, critical_batch_theory (+ ``_lo``, ``_hi``: 16-84 % over teachers),
-    critical_batch_gd, critical_batch_measured (+ ``_lo``, ``_hi``: bootstrap; NaN where |deviation|
-    does not reach ``tolerance`` inside the scan, or in fewer than 90 % of resamples), Tc_langevin
-    (T_c(0), median over teachers), inv_sigma_w, tau_f, n_models.
+    (batch, tau), the same reading at each time, and ``critical_batch_measured_tau``), with
+    float/str attrs: temperature_symbol, temperature, observable, tolerance, critical_batch_formula,
+    critical_batch_theory (+ ``_lo``, ``_hi``: 16-84 % over teachers), critical_batch_gd,
+    critical_batch_state, critical_batch_repelled (+ ``_lo``, ``_hi``), critical_batch_measured
+    (+ ``_lo``, ``_hi``: bootstrap; NaN where |deviation| does not reach ``tolerance`` inside the
+    scan, or in fewer than 90 % of resamples), Tc_langevin (T_c(0), median over teachers),
+    lambda_max (median over teachers), inv_sigma_w, tau_f, n_models.
     """
     _validate.real("T", T, low=0.0, low_open=True, doc="temperature eps/|B|")
     _validate.real("inv_sigma_w", inv_sigma_w, low=0.0, low_open=True, doc="disorder 1/sigma_w")
@@ -245,11 +248,12 @@ def batch_phase_boundary(Ts, batches, inv_sigma_w, *, n_models, steps=None, tau_
 
     Also the onset ``T_onset``: the first T where the geometric-mean final loss exceeds its value
     at the lowest T by the factor 1 + ``onset`` (log-T interpolation; the same bootstrap), i.e.
-    where the loss leaves its low-temperature plateau. Beside both the theory's T_c(|B|) (:func:`stability.critical_temperature`: mean-square
-    stability of the teacher minimum at step eps = T_c |B|; median and 16-84 % spread over its
-    own teachers) and its Langevin limit T_c(0) (attrs ``Tc_langevin``). The two are different
-    transitions: T_c(|B|) is where the zero-loss minimum repels SGD, T_1/2 where the loss at the
-    end of the run is half-way up; the theory predicts the batch dependence of the first.
+    where the loss leaves its low-temperature plateau. Beside both the theory's T_c(|B|)
+    (:func:`stability.critical_temperature`: mean-square stability of the teacher minimum at step
+    eps = T_c |B|; median and 16-84 % spread over its own teachers) and its Langevin limit T_c(0)
+    (attrs ``Tc_langevin``). T_c(|B|) is where the zero-loss minimum starts to repel SGD, which the
+    onset reads; T_1/2, where the loss at the end of the run is half-way up, is a different,
+    higher temperature.
 
     Returns a Dataset over ``batch`` (``T_half``, ``T_onset``, each with ``_lo``, ``_hi``, ``Tc_theory``,
     ``Tc_theory_lo``, ``Tc_theory_hi``) and (``batch``, ``T``, ``model``) (``log10_loss``).
