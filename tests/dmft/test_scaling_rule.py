@@ -42,9 +42,6 @@ def test_helpers():
     assert dev == pytest.approx(0.1) and se == pytest.approx(0.0, abs=1e-12)
     with pytest.raises(ValueError, match="paired"):
         dmft.paired_ratio(x, x[:3])
-    # crossing of 0.1 between 0.05 (b = 0.25) and 0.15 (b = 1): half-way in log b, b = 0.5
-    assert dmft.log_crossing([0.25, 1.0], [0.05, 0.15], 0.1) == pytest.approx(0.5)
-    assert np.isnan(dmft.log_crossing([0.25, 1.0], [0.05, 0.06], 0.1))
 
 
 def test_theory_below_the_break_is_the_rule(scan):

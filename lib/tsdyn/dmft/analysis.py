@@ -435,21 +435,6 @@ def paired_ratio(x, ref):
     return float(r - 1.0), float(se)
 
 
-def log_crossing(batches, values, level):
-    """The first batch fraction at which ``values`` (non-negative, e.g. |deviation|) rises
-    from below ``level`` to at least it, interpolated linearly in log(batch) between the
-    two scanned fractions around it; nan if it never does within the scan (or is already
-    above ``level`` at the first fraction)."""
-    b, v = np.asarray(batches, float), np.asarray(values, float)
-    if v[0] >= level:
-        return float("nan")
-    for i in range(1, len(b)):
-        if v[i] >= level:
-            f = (level - v[i - 1]) / (v[i] - v[i - 1])
-            return float(np.exp(np.log(b[i - 1]) + f * (np.log(b[i]) - np.log(b[i - 1]))))
-    return float("nan")
-
-
 def fdr_temperature(sol, *, window=1.0, t_obs=None):
     """Effective temperature of the weights' fluctuations from the fluctuation-dissipation
     relation of a DMFT solution (:func:`tsdyn.dmft.solve`), against the batch noise.

@@ -15,7 +15,8 @@ import numpy as np
 import xarray as xr
 
 from .. import _validate
-from .analysis import (curve_seed, difference, escape_times, log_crossing, mean_se, median_ci,
+from ..stats import log_crossing
+from .analysis import (curve_seed, difference, escape_times, mean_se, median_ci,
                        median_difference_ci, paired_ratio, simulate_seeds, solve_seeds, value_at)
 from .params import Params, check_params
 
