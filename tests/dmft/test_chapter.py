@@ -105,3 +105,10 @@ def test_sweep_without_the_chapters_d_fails_in_the_first_cells(tmp_path):
     assert_fails_in_first_cells(
         "03_dmft", tmp_path, {"gap_ds": [200, 1000]},
         r"gap_ds must contain d = 400")
+
+
+def test_three_cluster_fractions_without_sgd_fail_in_the_first_cells(tmp_path):
+    # only b = 1: nothing for the matched-step control (noise or step?) to compare
+    assert_fails_in_first_cells(
+        "03_dmft", tmp_path, {"three_bs": [1.0]},
+        r"three_bs must contain a batch fraction b < 1")
