@@ -9,7 +9,7 @@ from .analysis import (bias_check, crossing_times, curve_seed, deviations, diffe
                        fdr_temperature, finite_d_sweep, log_windows, max_z, mean_se,
                        median_ci, median_difference_ci, paired_ratio, simulate_seeds, solve_seeds,
                        value_at, window_deviations, window_means, yardstick, z_scores)
-from .experiments import (RULE_MODEL, matched_step_gd, matched_step_runs, scaling_rule_scan,
+from .experiments import (FDR_MODEL, RULE_MODEL, fdr_check, matched_step_gd, matched_step_runs, scaling_rule_scan,
                           step_or_noise)
 from .exact import exact_square_gd, marchenko_pastur
 from .model import generalisation_error
@@ -25,4 +25,4 @@ __all__ = ["Params", "simulate", "simulate_point", "batch_indicators", "solve",
            "difference", "curve_seed", "bias_check", "finite_d_sweep", "crossing_times", "median_ci",
            "escape_times", "median_difference_ci", "matched_step_gd", "matched_step_runs",
            "step_or_noise", "scaling_rule_scan", "RULE_MODEL", "value_at", "paired_ratio",
-           "fdr_temperature"]
+           "fdr_temperature", "fdr_check", "FDR_MODEL"]

@@ -16,7 +16,7 @@ import xarray as xr
 
 from .. import _validate
 from ..stats import log_crossing
-from .analysis import (curve_seed, difference, escape_times, mean_se, median_ci,
+from .analysis import (curve_seed, difference, escape_times, fdr_temperature, mean_se, median_ci,
                        median_difference_ci, paired_ratio, simulate_seeds, solve_seeds, value_at)
 from .params import Params, check_params
 
@@ -306,6 +306,37 @@ def scaling_rule_scan(temperature, batches, *, sample_time, params=None, observa
         coords={bvar: (bvar, np.array(batches), {"long_name": "batch fraction b"})},
         attrs=attrs)
 
+
+
+FDR_MODEL = dict(alpha=2.0, Delta=0.5, R0=0.01)  # the two-cluster model, with a ridge for a stationary state
+
+
+def fdr_check(*, b, eta, lam=0.5, t_max=30.0, seeds=8, n_samples=4000, n_resp=1000, window=2.0, seed=None):
+    """The effective temperature of SGD's noise from the fluctuation-dissipation relation of the
+    DMFT, against the white part of the batch noise (:func:`~tsdyn.dmft.fdr_temperature`).
+
+    ``seeds`` DMFT solutions of the two-cluster model (:data:`FDR_MODEL`) with ridge ``lam`` at
+    batch fraction ``b`` and step ``eta``, read at ``t_max`` over lags up to ``window``. In a
+    stationary state driven by white noise of strength 2T per unit time the decorrelation is
+    dC = T chi (chi the integrated response); the white part of the batch noise predicts
+    T = eta W / 2 (W the diagonal jump of the noise kernel). A discrete step adds a correction of
+    order eta (times the curvature), so the ratio should tend to 1 as eta -> 0 at fixed b.
+
+    Returns a dict: ``ratio`` (mean T_eff over mean T_pred) and its ``ratio_se`` over the
+    solutions, ``T_eff``, ``T_pred``, their sample-clock values (divided by b), ``temperature``
+    (eta (1 - b)), and the mean parametric plot ``chi``, ``dC`` (lags increasing).
+    """
+    p = Params(**FDR_MODEL, lam=lam, eta=eta, b=b)
+    _, _, sols = solve_seeds(p, t_max, seeds=seeds, seed=seed, n_samples=n_samples, n_resp=n_resp)
+    res = [fdr_temperature(s, window=window) for s in sols]
+    T_eff = np.array([r["T_eff"] for r in res])
+    T_pred = np.array([r["T_pred"] for r in res])
+    return {"ratio": float(T_eff.mean() / T_pred.mean()),
+            "ratio_se": float(T_eff.std(ddof=1) / np.sqrt(len(res)) / T_pred.mean()),
+            "T_eff": float(T_eff.mean()), "T_pred": float(T_pred.mean()),
+            "T_eff_sample": float(T_eff.mean() / b), "T_pred_sample": float(T_pred.mean() / b),
+            "temperature": float(eta * (1.0 - b)),
+            "chi": np.mean([r["chi"] for r in res], axis=0), "dC": np.mean([r["dC"] for r in res], axis=0)}
 
 def _main(argv=None):
     """``python -m tsdyn.dmft.experiments scaling-rule [--T 0.2] [--batches ...] ...``:
