@@ -54,6 +54,15 @@ def test_multipass_break_is_the_step_not_the_noise(glued):
 
 
 @pytest.mark.slow
+def test_multipass_noise_is_a_temperature(glued):
+    g = glued
+    # the fluctuation-dissipation slope meets the white batch noise at the smallest step (3 s.e.
+    # over 8 DMFT solutions) and exceeds it at the largest by more than 2 combined s.e.
+    assert g["fdt_small_z"] < 3
+    assert g["fdt_step_z"] > 2
+
+
+@pytest.mark.slow
 def test_dyson_minimum_breaks_at_the_stability_batch(glued):
     g = glued
     # the start-at-teacher control and the stability theory overlap: the measured 68 % interval
