@@ -26,6 +26,15 @@ def format_value(value) -> str:
     return str(value)
 
 
+def text_nodes(text: str) -> list:
+    """Docutils nodes for a kept string: plain text, with ``$...$`` spans as inline math (a value
+    glued for the chapter's text may carry symbols, such as "(b = 0.1)" written in TeX)."""
+    parts = text.split("$")
+    if len(parts) % 2 == 0:  # an unpaired dollar: keep the text as it is
+        return [nodes.Text(text)]
+    return [nodes.math(p, p) if i % 2 else nodes.Text(p) for i, p in enumerate(parts) if p]
+
+
 def lookup(root: Path, text: str):
     """``(value, path)`` for ``name:key``; ``KeyError`` with a message if either is missing."""
     name, sep, key = text.partition(":")
@@ -48,7 +57,7 @@ def kept_role(name, rawtext, text, lineno, inliner, options=None, content=None):
         msg = inliner.reporter.error(exc.args[0], line=lineno)
         return [inliner.problematic(rawtext, rawtext, msg)], [msg]
     env.note_dependency(str(path))
-    return [nodes.Text(format_value(value))], []
+    return text_nodes(format_value(value)), []
 
 
 def setup(app):

@@ -146,6 +146,16 @@ def test_kept_run_lookup_reads_glue_json_and_names_what_is_missing(tmp_path):
             lookup(tmp_path, text)
 
 
+def test_kept_text_renders_its_dollar_spans_as_math():
+    from docutils import nodes
+    from kept_runs import text_nodes
+
+    out = text_nodes("1.04 ± 0.01 ($b$ = 0.1), 1.09 ($\\eta$ = 0.2)")
+    assert [type(n) for n in out] == [nodes.Text, nodes.math, nodes.Text, nodes.math, nodes.Text]
+    assert out[1].astext() == "b" and out[3].astext() == "\\eta"
+    assert text_nodes("costs $5") == [nodes.Text("costs $5")]  # an unpaired dollar stays text
+
+
 def test_every_kept_number_quoted_in_the_book_exists():
     """What the -W build would stop on, found without building: each {kept}`run:key`
     of a page names a number of a kept run in book/paper_runs/."""
