@@ -8,11 +8,16 @@ mini-batch SGD (:func:`sgd`). The paper's theory is a counting argument
 (:mod:`.theory`); the simulations locate the critical mini-batch size m_c with a
 defined estimator (:func:`critical_batch`) and with the paper's first zero of
 the mean Hamming distance (:func:`paper_critical_batch`); :mod:`.cost` measures what the
-chapter's grids cost.
+chapter's grids cost. :func:`absorption_time` stops a greedy run at the teacher, and
+:mod:`.survival` reads m_c from how that time grows with N; :mod:`.threshold` tests what
+the success threshold counts.
 """
 
 from . import cost
 from . import laws
+from . import survival
+from . import threshold
+from .absorption import absorption_point, absorption_time
 from .analysis import (bootstrap, collapse, compatible_with_zero, critical_batch, crossing, first_zero, flat_runs, gap_fraction,
                        hamming, max_pairwise_z, mean_se, near_transition, paired_shift, paper_critical_batch, passage_time, resolved_minimum, success_fraction, success_interval, tp_tn_rates,
                        transition_width, width_floor)
@@ -35,4 +40,5 @@ __all__ = [
     "paper_critical_batch", "effective_time", "passage_time", "rerun_stored", "laws", "collapse",
     "flat_runs", "paired_shift", "grid_seeds", "SCHEDULES", "scaling_rule_scan", "critical_batch_vs_lr", "samples_to_loss",
     "gauss_newton", "top_curvature", "stability_batch", "gd_samples_to_loss",
+    "absorption_time", "absorption_point", "survival", "threshold",
 ]

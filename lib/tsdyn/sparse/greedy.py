@@ -102,6 +102,36 @@ class _Model:
 SCHEDULES = ("permutation", "replacement")
 
 
+def sweep_streams(ss):
+    """The generators of a run's random sweeps: mini-batches, visiting orders, proposals."""
+    return _seeds.rng(ss, "batches"), _seeds.rng(ss, "moves"), _seeds.rng(ss, "proposals")
+
+
+def sweep_block(params):
+    """Sweeps drawn at once: mini-batch inputs of at most ``_BLOCK_NUMBERS`` numbers."""
+    return max(1, _BLOCK_NUMBERS // (params.N * params.m))
+
+
+def draw_sweeps(params, streams, n, schedule):
+    """Random numbers of the next ``n`` sweeps from ``streams`` (:func:`sweep_streams`).
+
+    Returns ``X`` (n, N, m) inputs, ``order`` (n, n_weights) the weights each sweep
+    visits (a permutation, or draws with replacement) and ``bits`` (n, n_weights) which
+    of the two other values a ternary proposal takes. Drawn in blocks or all at once, the
+    numbers are the same, so a run does not depend on how its sweeps are split.
+    """
+    rng_x, rng_moves, rng_bits = streams
+    N, m, n_w = params.N, params.m, params.n_weights
+    X = rng_x.standard_normal((n, N, m))
+    if schedule == "permutation":
+        order = rng_moves.permuted(np.broadcast_to(np.arange(n_w, dtype=np.int64), (n, n_w)), axis=1)
+    else:
+        order = rng_moves.integers(0, n_w, size=(n, n_w), dtype=np.int64)
+    bits = (rng_bits.integers(0, 2, size=(n, n_w), dtype=np.int8) if params.mismatched
+            else np.zeros((n, n_w), np.int8))
+    return X, order, bits
+
+
 def greedy(params, sweeps, *, seed, n_points=30, spacing="log", log_moves=False, schedule="permutation"):
     """Greedy zero-temperature Metropolis on fresh mini-batches (Marino & Ricci-Tersenghi, eq. 4).
 
@@ -156,26 +186,18 @@ def greedy(params, sweeps, *, seed, n_points=30, spacing="log", log_moves=False,
     rec = record_sweeps(sweeps, n_points, spacing)
     ss = _seeds.seed_sequence(seed)
     model = _Model(params, ss)
-    rng_x, rng_moves = _seeds.rng(ss, "batches"), _seeds.rng(ss, "moves")
-    rng_bits = _seeds.rng(ss, "proposals")
-    N, m, n_w = params.N, params.m, params.n_weights
-    block = max(1, _BLOCK_NUMBERS // (N * m))
+    streams = sweep_streams(ss)
+    m, n_w = params.m, params.n_weights
+    block = sweep_block(params)
     n_rec = len(rec)
     out = {k: np.full(n_rec, np.nan) for k in
            ("val_mse", "batch_loss", "accept_rate", "hamming", "hamming_in", "hamming_out", "tp", "tn")}
-    base = np.arange(n_w, dtype=np.int64)
     logs = []
     done = 0
     for r, target in enumerate(rec):
         while done < target:
             n = min(block, target - done)
-            X = rng_x.standard_normal((n, N, m))
-            if schedule == "permutation":
-                order = rng_moves.permuted(np.broadcast_to(base, (n, n_w)), axis=1)
-            else:
-                order = rng_moves.integers(0, n_w, size=(n, n_w), dtype=np.int64)
-            bits = (rng_bits.integers(0, 2, size=(n, n_w), dtype=np.int8) if params.mismatched
-                    else np.zeros((n, n_w), np.int8))
+            X, order, bits = draw_sweeps(params, streams, n, schedule)
             dl_log = np.empty((n, n_w)) if log_moves else np.empty((0, 0))
             accepted, batch_loss = model.run_sweeps(X, order, bits, dl_log)
             if log_moves:
