@@ -1,16 +1,19 @@
 """Online and mini-batch SGD in two-layer teacher-student networks (Goldt et al. 2020).
 
 Simulation (:func:`simulate`) and theory (:func:`ode`, :func:`fixed_point`, the
-asymptotic formulas) share only :class:`Params`.
+asymptotic formulas, and the finite-N diffusion of :mod:`.diffusion`) share only :class:`Params`.
 """
 
-from .analysis import (decay_rate, escape_time, growth_rate, log_ratio_drift, max_gap,
+from . import diffusion
+from .analysis import (decay_rate, escape_time, gap_exponents, growth_rate, spread, log_ratio_drift, max_gap,
                        paired_log_ratio, plateau_stats, stationary_error, unit_arrangement, weight_imbalance)
 from .experiments import (asymptotic_error, both_layers_ode_limit, both_layers_run,
-                          linear_growth_rate, plateau_escape, run_with_ode, scaling_rule_scan, sgd_ode_gap)
+                          linear_growth_rate, plateau_escape, plateau_fluctuations, run_with_ode,
+                          scaling_rule_scan, sgd_ode_gap)
 from .params import Params
 from .sampler import initial_overlaps, one_step, sample_overlaps
 from .simulate import initial_weights, simulate, simulate_point
+from .diffusion import diffuse, linear_escape_cdf, step_covariance
 from .theory import (
     eg_star_erf_both_layers_small_eta,
     eg_star_erf_scm,
@@ -40,5 +43,6 @@ __all__ = [
     "escape_time", "plateau_stats", "paired_log_ratio", "log_ratio_drift", "decay_rate", "stationary_error", "max_gap", "growth_rate",
     "unit_arrangement", "weight_imbalance", "both_layers_run", "both_layers_ode_limit",
     "plateau_escape", "sgd_ode_gap", "linear_growth_rate", "asymptotic_error", "run_with_ode",
-    "scaling_rule_scan",
+    "scaling_rule_scan", "diffusion", "diffuse", "step_covariance", "linear_escape_cdf",
+    "plateau_fluctuations", "gap_exponents", "spread",
 ]

@@ -213,3 +213,40 @@ def log_ratio_drift(sims, theories, *, below=1e-3, floor_factor=100.0):
     return {"slope": float(slopes.mean()), "slope_se": float(slopes.std(ddof=1) / np.sqrt(n)),
             "rel": float(rel.mean()), "rel_se": float(rel.std(ddof=1) / np.sqrt(n)), "n": n,
             "t_end": float(np.median(ends)), "floor": floor}
+
+
+def gap_exponents(Ns, gaps):
+    """The exponent a of mean gap ~ N^a, one per time window (Goldt et al., Theorem 1: -1/2).
+
+    ``gaps`` (len(Ns), runs, windows) holds sup_t |eps_g^run - eps_g^ODE| over each window,
+    one run per row, each against the ODE from its own start. Per window, the weighted
+    least-squares slope of ln(mean over runs) on ln N (weights from the relative standard
+    errors of the means; :func:`tsdyn.stats.fit_line`). Returns (slope, slope_se), arrays
+    over the windows.
+    """
+    from ..stats import fit_line
+
+    Ns, gaps = np.asarray(Ns, float), np.asarray(gaps, float)
+    if gaps.ndim != 3 or gaps.shape[0] != len(Ns) or gaps.shape[1] < 2:
+        raise ValueError(f"gaps must have shape (len(Ns), runs >= 2, windows); got {gaps.shape}")
+    mean = gaps.mean(1)
+    rel = gaps.std(1, ddof=1) / np.sqrt(gaps.shape[1]) / mean
+    fits = [fit_line(np.log(Ns), np.log(mean[:, w]), rel[:, w]) for w in range(gaps.shape[2])]
+    return np.array([f["slope"] for f in fits]), np.array([f["slope_se"] for f in fits])
+
+
+def spread(x):
+    """Mean, standard deviation and skewness of independent times ``x`` (1-d), with errors.
+
+    Returns (mean, mean_se, std, std_se, skew): the standard error of the standard deviation
+    is the delta-method one from the fourth central moment, sqrt((m4 - m2^2) / n) / (2 sqrt m2),
+    which, unlike sigma / sqrt(2 n), holds for a skewed law such as that of escape times.
+    """
+    x = np.asarray(x, float)
+    if x.ndim != 1 or len(x) < 4 or not np.all(np.isfinite(x)):
+        raise ValueError(f"x must be 1-d with at least 4 finite values; got shape {x.shape}")
+    n = len(x)
+    c = x - x.mean()
+    m2, m3, m4 = (c ** 2).mean(), (c ** 3).mean(), (c ** 4).mean()
+    return (float(x.mean()), float(x.std(ddof=1) / np.sqrt(n)), float(x.std(ddof=1)),
+            float(np.sqrt(max(m4 - m2 ** 2, 0.0) / n) / (2 * np.sqrt(m2))), float(m3 / m2 ** 1.5))

@@ -13,8 +13,9 @@ import xarray as xr
 
 from .. import _seeds, _validate
 from ..stats import critical_batch
-from .analysis import (growth_rate, max_gap, plateau_stats, stationary_error, unit_arrangement,
-                       weight_imbalance)
+from .analysis import (escape_time, growth_rate, max_gap, plateau_stats, stationary_error,
+                       unit_arrangement, weight_imbalance)
+from .diffusion import diffuse
 from .params import Params
 from .sampler import initial_overlaps, sample_overlaps
 from .simulate import simulate
@@ -48,6 +49,52 @@ def plateau_escape(*, seed, N, K, eta, t_max=None, n_points=400, method="network
     theory = plateau_stats(ode(p, init=run), fixed["eg"])
     return {"sgd": sgd[0], "ode": theory[0], "sgd_height": sgd[1], "ode_height": theory[1],
             "plateau": fixed["eg"]}
+
+
+def plateau_fluctuations(*, seed, N, K, eta, t_max, windows, method="overlaps", dt=0.1,
+                         n_noise=4, height=None):
+    """One run through the Saad-Solla plateau (K = M, erf, no label noise) against the ODE from
+    its start: the escape times and the largest distance between the two in time windows.
+
+    ``method``: "overlaps" (the exact-in-law sampler, :func:`tsdyn.committee.sample_overlaps`),
+    "network" (:func:`tsdyn.committee.simulate`), or "diffusion": a path of the finite-N
+    diffusion (D2) of :mod:`tsdyn.committee.diffusion` (Euler-Maruyama step ``dt``, noise
+    from ``n_noise`` increments), from the same random start as the sampler's run with this
+    seed. Recorded at every unit of t. Escape: the first recorded time with eps_g below half
+    the height of the symmetric plateau (:func:`tsdyn.committee.plateau`), inf if none.
+
+    Parameters
+    ----------
+    windows : sequence of (t_a, t_b)
+        Time windows (steps/N) within [0, t_max] over which sup |eps_g^run - eps_g^ODE| is taken.
+    height : float, optional
+        The plateau height (default: computed by :func:`tsdyn.committee.plateau`; pass it to
+        save that computation in a sweep over seeds).
+
+    Returns
+    -------
+    dict
+        ``run``, ``ode``: escape times of the run and of the ODE from its start;
+        ``gap`` (len(windows)): sup over each window of |eps_g^run - eps_g^ODE|.
+    """
+    windows = np.asarray(windows, float)
+    if windows.ndim != 2 or windows.shape[1] != 2 or np.any(windows[:, 1] <= windows[:, 0]):
+        raise ValueError(f"windows must be pairs (t_a, t_b) with t_a < t_b; got {windows.tolist()}")
+    if windows.min() < 0 or windows.max() > t_max:
+        raise ValueError(f"windows must lie within [0, t_max = {t_max:g}]; got {windows.tolist()}")
+    p = Params(N=N, M=K, K=K, eta=eta)
+    if height is None:
+        height = plateau(p)["eg"]
+    n_points = int(math.ceil(t_max)) + 1
+    if method == "diffusion":
+        run = diffuse(p, t_max, seed=seed, n_points=n_points, dt=dt, n_noise=n_noise)
+    else:
+        run = simulate(p, t_max, seed=seed, n_points=n_points, method=method)
+    theory = ode(p, init=run)
+    t, gap = run.t.values, np.abs(run.eg.values - theory.eg.values)
+    sup = [float(np.max(gap[(t >= a) & (t <= b)])) for a, b in windows]
+    return {"run": escape_time(run, height / 2), "ode": escape_time(theory, height / 2),
+            "gap": np.array(sup)}
 
 
 def sgd_ode_gap(*, seed, t_max, n_points=41, method="network", **params):
