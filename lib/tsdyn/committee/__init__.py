@@ -5,8 +5,9 @@ asymptotic formulas, and the finite-N diffusion of :mod:`.diffusion`) share only
 """
 
 from . import diffusion
-from .analysis import (decay_rate, escape_time, gap_exponents, growth_rate, spread, log_ratio_drift, max_gap,
-                       paired_log_ratio, plateau_stats, stationary_error, unit_arrangement, weight_imbalance)
+from .analysis import (decay_rate, escape_time, gap_exponents, growth_rate, log_ratio_drift, max_gap,
+                       paired_log_ratio, plateau_stats, spread, stationary_error, unit_arrangement,
+                       weight_imbalance)
 from .experiments import (asymptotic_error, both_layers_ode_limit, both_layers_run,
                           linear_growth_rate, plateau_escape, plateau_fluctuations, run_with_ode,
                           scaling_rule_scan, sgd_ode_gap)
