@@ -51,12 +51,21 @@ def budget_delta(d, budget, gamma0, eta, ell=2):
     T = (m0^(2-l) - eta^(2-l)) / (l (l-2) gamma). With gamma = gamma0 d^-delta, T = budget at
     delta = ln(gamma0 budget / (gamma T)) / ln d.
     """
+    return float(np.log(gamma0 * budget / drift_time(d, 1.0, eta, ell)) / np.log(d))
+
+
+def drift_time(d, gamma, eta, ell=2):
+    """Steps the drift alone needs from m0 = d^-1/2 to eta at learning rate ``gamma`` (He_ell target and
+    student, chapter Sec. 2): ln(eta sqrt d) / (2 gamma) for ell = 2, and
+    (m0^(2-l) - eta^(2-l)) / (l (l-2) gamma) for ell >= 3. The noise, which slows the runs near the
+    noise boundary, is left out: it is the scale on which the boundary runs' step budgets are set."""
     _validate.integer("ell", ell, low=2, doc="information exponent")
+    _validate.real("gamma", gamma, low=0.0, low_open=True, doc="learning rate")
     if ell == 2:
         gamma_T = np.log(eta * np.sqrt(d)) / 2
     else:
         gamma_T = (d ** ((ell - 2) / 2) - eta ** (2 - ell)) / (ell * (ell - 2))
-    return float(np.log(gamma0 * budget / gamma_T) / np.log(d))
+    return float(gamma_T / gamma)
 
 
 def phase_agreement(fraction, theory_recovers):
@@ -336,14 +345,14 @@ def fit_min_samples(ds, n_b, T, recovered=None, *, ell, eta, n_boot=1000, seed=0
 
 # --- Where half of the runs recover: a phase boundary located between grid points ---
 
-def _half_point(deltas, k, n):
+def _half_point(deltas, k, n, width=False):
     """Binomial maximum-likelihood fit of P(recover) = 1 / (1 + exp(-sign (delta - delta_half) / s)),
     sign the direction of the trend, to k of n runs recovered at each delta; returns delta_half
-    (nan if the recovered fraction does not cross 1/2 on the grid)."""
+    (nan if the recovered fraction does not cross 1/2 on the grid), and with ``width`` (delta_half, s)."""
     from scipy.optimize import minimize
     frac = k / n
     if not (frac.min() < 0.5 < frac.max()):
-        return np.nan
+        return (np.nan, np.nan) if width else np.nan
     sign = 1.0 if frac[np.argmax(deltas)] > frac[np.argmin(deltas)] else -1.0
 
     def nll(x):
@@ -351,7 +360,8 @@ def _half_point(deltas, k, n):
         return np.sum(k * np.logaddexp(0.0, -z) + (n - k) * np.logaddexp(0.0, z))
 
     start = [deltas[int(np.argmin(np.abs(frac - 0.5)))], np.log(np.ptp(deltas) / 10)]
-    return float(minimize(nll, start, method="Nelder-Mead", options={"xatol": 1e-8, "fatol": 1e-12}).x[0])
+    x = minimize(nll, start, method="Nelder-Mead", options={"xatol": 1e-8, "fatol": 1e-12}).x
+    return (float(x[0]), float(np.exp(x[1]))) if width else float(x[0])
 
 
 def half_recovery_delta(deltas, recovered, *, n_boot=1000, seed=0):
@@ -370,6 +380,24 @@ def half_recovery_delta(deltas, recovered, *, n_boot=1000, seed=0):
     reps = np.array([_half_point(deltas, np.array([r[rng.integers(0, r.size, r.size)].sum() for r in rec], float), n)
                      for _ in range(n_boot)])
     return _half_point(deltas, rec.sum(axis=1).astype(float), n), reps
+
+
+def half_recovery_edge(deltas, recovered, *, n_boot=1000, seed=0):
+    """:func:`half_recovery_delta` with an error that also holds where the grid does not resolve the
+    transition: ``se_boot`` is the bootstrap standard deviation; where the fitted logistic width is below
+    the grid spacing h (every run recovers on one side of a grid step and none on the other, so that
+    resampling the runs cannot move the fit), the half point is known only to lie within that step, and
+    ``se_grid`` = h / sqrt(12) (uniform over it) is added in quadrature; 0 where the fit resolves the
+    transition. Returns a dict: ``half``, ``se``, ``se_boot``, ``se_grid``, ``width``."""
+    deltas = np.asarray(deltas, float)
+    half, reps = half_recovery_delta(deltas, recovered, n_boot=n_boot, seed=seed)
+    rec = np.asarray(recovered, bool)
+    _, width = _half_point(deltas, rec.sum(axis=1).astype(float), np.full(deltas.size, rec.shape[1], float), True)
+    h = float(np.median(np.diff(np.sort(deltas))))
+    se_boot = float(np.nanstd(reps, ddof=1)) if np.isfinite(reps).sum() > 1 else np.nan
+    se_grid = h / np.sqrt(12) if width < h else 0.0
+    return {"half": half, "se": float(np.hypot(se_boot, se_grid)), "se_boot": se_boot, "se_grid": se_grid,
+            "width": width}
 
 
 def boundary_shift(deltas, recovered_a, recovered_b, *, n_boot=1000, seed=0):

@@ -1,5 +1,7 @@
 """Composite runs returning plain numbers, in the form :func:`tsdyn.sweep.run` calls."""
 
+import numpy as np
+
 from . import theory
 from .params import Params
 from .simulate import recovery_time
@@ -48,6 +50,33 @@ def sampler_check_point(*, seed, d, ell, n_b, offset, sampler, max_steps, gamma0
     out = recovery_scaling_point(seed=seed, d=d, ell=ell, mu=mu, max_steps=max_steps, gamma0=gamma0, n0=n0,
                                  delta=root + offset, sampler=sampler)
     return {"T": out["T"], "recovered": out["recovered"], "delta": root + offset}
+
+
+def boundary_budget(*, d, ell, mu, variant="projected", gamma0=0.1, eta=0.5, factor=4.0):
+    """Step budget of the boundary runs (:func:`boundary_run`): ``factor`` times the drift-only time from
+    m0 = d^-1/2 to eta (:func:`analysis.drift_time`) at the asymptotic lower edge
+    (:func:`theory.asymptotic_boundary`), so that the budget line lies ln(factor) / ln d above that edge at
+    every d and does not decide where the runs stop learning."""
+    from .analysis import drift_time
+    edge = theory.asymptotic_boundary(ell, mu, variant)
+    return int(np.ceil(factor * drift_time(d, gamma0 * d ** -edge, eta, ell)))
+
+
+def boundary_run(*, seed, d, ell, mu, offset, variant="projected", gamma0=0.1, n0=1.0, eta=0.5, factor=4.0,
+                 sampler="auto", clt_min_nb=None):
+    """One weak-recovery run at learning-rate exponent delta = the theory's finite-d noise root
+    (:func:`noise_boundary_delta`) + ``offset``, within :func:`boundary_budget` steps: one point of the lower
+    edge of the (mu, delta) learning region measured at growing d. ``clt_min_nb``: batches of at least
+    this many samples take the central-limit sampler (default: :data:`simulate.GAUSSIAN_MIN_NB`, as
+    ``sampler="auto"``). Returns a dict of ``recovered``, ``T``, ``delta``, ``root``, ``budget``, ``n_b``."""
+    root = noise_boundary_delta(d=d, ell=ell, mu=mu, variant=variant, gamma0=gamma0, n0=n0)
+    budget = boundary_budget(d=d, ell=ell, mu=mu, variant=variant, gamma0=gamma0, eta=eta, factor=factor)
+    p = scaling_params(d=d, ell=ell, mu=mu, variant=variant, gamma0=gamma0, n0=n0, eta=eta, delta=root + offset)
+    if clt_min_nb is not None and p.n_b >= clt_min_nb:
+        sampler = "gaussian"
+    out = recovery_time(p, budget, seed=seed, sampler=sampler)
+    return {"recovered": out["recovered"], "T": out["T"], "delta": root + offset, "root": root,
+            "budget": float(budget), "n_b": float(p.n_b)}
 
 
 def theory_recovery_time(*, d, ell, mu, variant="projected", gamma0=0.1, n0=1.0, eta=0.5, delta=None,

@@ -766,6 +766,20 @@ def delta_noise(ell, mu):
     return ell / 2 - mu
 
 
+def asymptotic_boundary(ell, mu, variant="projected"):
+    """The lower edge in delta of the learning region as d -> infinity (Arnaboldi et al. 2024, batch-size /
+    learning-rate phase diagram): the noise line delta = l/2 - mu (:func:`delta_noise`) and, for projected
+    SGD, locality delta >= 0 as well (a step of O(1) does not stay local), so max(l/2 - mu, 0). For the
+    correlation loss and spherical SGD the noise line alone, up to mu = l - 1, where giant steps take over
+    (beyond it, -inf: every delta learns)."""
+    _check_ell_mu(ell, mu)
+    if variant == "projected":
+        return max(ell / 2 - mu, 0.0)
+    if variant in ("correlation", "spherical"):
+        return ell / 2 - mu if mu < ell - 1 else -np.inf
+    raise ValueError(f"variant must be 'projected', 'correlation' or 'spherical'; got {variant!r}")
+
+
 def theta(ell, mu, variant="projected"):
     """Exponent of the weak-recovery time T ~ d^theta (up to log d) at the best learning rate.
 
