@@ -396,3 +396,55 @@ def test_sde_record_density_levels_match_a_direct_computation():
     assert "level_end" not in plain and float(plain.gap_max[0, 0]) == float(r.gap_max[0, 0])
     with pytest.raises(ValueError, match=r"levels must be integers in \[0, n2 - 1 = 15\]"):
         dyson.sde_record_density(p, 30, [3], **kw, levels=(16,))
+
+
+def test_criterion_late_with_the_measured_repulsion_by_hand():
+    """repulsion='measured' rescales V_S by coulomb_ratio per record: with equally spaced levels and a
+    constant V (ratio 1, see test_coulomb_ratio_is_one_for_equally_spaced_levels) nothing changes;
+    with a packed bulk (ratio 0.79) the right side -K_S/V_S grows by 1/ratio, so a record that fails
+    with (B.5)'s V_S by less than that factor passes. ``restoring`` is the fraction with K_S < 0."""
+    import xarray as xr
+    N, v = 6, 0.3
+
+    def ds_for(x, k_top):
+        K = np.zeros((1, 1, N))
+        K[0, 0, -1] = k_top
+        return xr.Dataset({"K": (("t", "model", "eig"), K),
+                           "V": (("t", "model", "eig", "eig2"), np.full((1, 1, N, N), v)),
+                           "x": (("t", "model", "eig"), np.asarray(x, float)[None, None]),
+                           "S": (("t", "model"), [[(x[-1] - x[0]) / (N - 1)]])},
+                          coords={"t": [1.0], "model": [0]},
+                          attrs={"T": 1.0, "sigma_w": 1.0, "layers": f"[3, 8, {N}, 1]"})
+
+    lhs = dyson.convergence_lhs(1.0, 1.0, n1=8, n2=N)
+    even = np.arange(1.0, N + 1) * 0.2
+    V_S = float(dyson.spacing_coefficients(ds_for(even, -1.0)).V_S.item())
+    k_top = -(N - 1) * 0.9 * lhs * V_S  # -K_S/V_S = 0.9 lhs: fails with (B.5)'s V_S
+    b5 = dyson.criterion_late(ds_for(even, k_top), since=0.0)
+    meas = dyson.criterion_late(ds_for(even, k_top), since=0.0, repulsion="measured")
+    assert b5.instant.item() == meas.instant.item() == 0.0 and meas.restoring.item() == 1.0
+    packed = np.array([0.0, 0.99, 1.0, 1.01, 1.02, 2.0])
+    ratio = dyson.coulomb_ratio(ds_for(packed, k_top)).item()
+    assert ratio < 0.85  # the packed bulk weakens the repulsion, so 0.9 lhs / ratio > lhs
+    V_S = float(dyson.spacing_coefficients(ds_for(packed, k_top)).V_S.item())
+    k_top = -(N - 1) * 0.9 * lhs * V_S
+    assert dyson.criterion_late(ds_for(packed, k_top), since=0.0).instant.item() == 0.0
+    assert dyson.criterion_late(ds_for(packed, k_top), since=0.0, repulsion="measured").instant.item() == 1.0
+    with pytest.raises(ValueError, match="repulsion"):
+        dyson.criterion_late(ds_for(packed, k_top), repulsion="exact")
+    with pytest.raises(ValueError, match="basis='x'"):
+        dyson.criterion_late(ds_for(packed, k_top), repulsion="measured", basis="k")
+
+
+def test_sde_record_density_median_gap_matches_a_direct_computation():
+    """The median reading of the spacing gap (median_late, median_end, with intervals) is
+    level_median_gap on S of the same ensemble and SDE paths."""
+    p = dyson.Params.from_temperature(0.5, 8.0, n_train=100, n_test=10)
+    r = dyson.sde_record_density(p, 30, [5], seed=0, sde_seed=1, n_models=3, moment_samples=20, paths=2,
+                                 coulombs=("b5", "exact"))
+    ds = dyson.train_ensemble(p, 30, seed=0, n_models=3, n_points=5, spacing="log+linear", moment_samples=20)
+    for coul in ("b5", "exact"):
+        sde = dyson.spacing_sde(ds, paths=2, seed=1, coulomb=coul)
+        g = an.level_median_gap(ds.S.values, sde.S.values, ds.tau.values)
+        for key in ("late", "late_lo", "late_hi", "end", "end_lo", "end_hi"):
+            assert float(r[f"median_{key}"].sel(coulomb=coul)[0]) == g[key]

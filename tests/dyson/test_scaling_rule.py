@@ -209,6 +209,51 @@ def test_batch_phase_boundary_runs_and_theory_falls_with_batch():
     assert ds.Tc_theory.sel(batch=4) < ds.Tc_theory.sel(batch=1) < ds.attrs["Tc_langevin"]
     # the loss leaves its plateau (doubles) and is half-way up inside the scanned range, onset first
     assert 0.03125 < ds.T_onset.sel(batch=1) <= ds.T_half.sel(batch=1) < 32.0
+    # the common-level reading is the first batch's own half-way crossing there (the same level)
+    assert float(ds.T_level.sel(batch=1)) == float(ds.T_half.sel(batch=1))
+    assert ds.passes.dims == ("reading", "batch", "T", "model") and ds.passes.shape == (4, 2, 3, 4)
+    assert list(ds.reading.values) == list(dyson.PASS_READINGS)
+    # the Langevin clock: round(tau_f / (T |B|)) steps, at least one
+    np.testing.assert_array_equal(ds.steps.values, [[256, 8, 1], [64, 2, 1]])
+
+
+def test_level_crossings_paired_bootstrap_by_hand():
+    """_level_crossings on a constructed scan: batch 2 is batch 1 shifted down in T by a factor 2 (the
+    same networks: paired), so its crossing of batch 1's half-way level is half of batch 1's and the
+    ratio's interval is tight around 1/2 (the shift is exact in every resample; only the level moves)."""
+    rng = np.random.default_rng(0)
+    Ts = 2.0 ** np.arange(-4, 5)  # 9 temperatures, factor 2 apart
+    noise = rng.normal(0.0, 0.3, (len(Ts) + 1, 64))
+    curve = np.tanh(np.log2(np.concatenate([Ts, [Ts[-1] * 2]])))[:, None] + noise  # (T + 1, model)
+    logL = np.stack([curve[:-1], curve[1:]])  # batch 2 at T equals batch 1 at 2T
+    est, lo, hi, rlo, rhi, level = sr._level_crossings(Ts, logL, 400, seed=1)
+    m = logL.mean(axis=2)
+    assert level == pytest.approx(0.5 * (m[0, 0] + m[0, -1]))
+    assert est[1] / est[0] == pytest.approx(0.5, rel=0.02)  # log-T interpolation of shifted data: exact but
+    # for the one grid cell where the shifted copy's end points differ (2 %: well inside)
+    assert lo[0] <= est[0] <= hi[0] and rlo[0] == rhi[0] == 1.0
+    assert 0.45 < rlo[1] <= rhi[1] < 0.55
+
+
+def test_batch_phase_diagram_is_paired_across_batches():
+    """Each grid point has the same teachers, data and starts at every |B|: the initial spacing S0 of
+    every network is identical across batch sizes, while the trained losses differ."""
+    ds = dyson.batch_phase_diagram([0.25, 1.0], [1.0, 8.0], [1, 4], tau_f=4.0, n_models=3, seed=2,
+                                   moment_samples=50)
+    assert ds.loss.dims == ("batch", "T", "inv_sigma_w", "model") and ds.loss.shape == (2, 2, 2, 3)
+    np.testing.assert_array_equal(ds.steps.values[:, :, 0], [[16, 4], [4, 1]])
+    assert all(r in ds for r in dyson.PASS_READINGS)
+    p = dyson.tau_point(seed=np.random.SeedSequence(2, spawn_key=(1, 0, 0)), T=1.0, inv_sigma_w=1.0, tau_f=4.0,
+                        n_models=3, batch=4, moment_samples=50)
+    np.testing.assert_array_equal(p.loss.values, ds.loss.sel(batch=4, T=1.0, inv_sigma_w=1.0).values)
+    s0 = [dyson.tau_point(seed=np.random.SeedSequence(2, spawn_key=(0, 1, 0)), T=0.25, inv_sigma_w=8.0, tau_f=4.0,
+                          n_models=3, batch=b, moment_samples=50) for b in (1, 4)]
+    np.testing.assert_array_equal(s0[0].S0.values, s0[1].S0.values)
+    assert not np.array_equal(s0[0].loss.values, s0[1].loss.values)
+    with pytest.raises(ValueError, match="tau_f"):
+        dyson.batch_phase_diagram([0.25, 1.0], [8.0], [1, 4], tau_f=0.0, n_models=2)
+    with pytest.raises(ValueError, match="batches"):
+        dyson.batch_phase_diagram([0.25, 1.0], [8.0], [4], tau_f=1.0, n_models=2)
 
 
 # ------------------------------------------------------------------ bad input

@@ -391,21 +391,34 @@ def spacing_over_bound(S_f, sigma_w, *, n1, n2):
     return np.asarray(S_f, float) / theory.initial_spacing_bound(float(sigma_w), n1, n2)
 
 
-def criterion_late(ds, *, since=0.5, basis="x"):
+def criterion_late(ds, *, since=0.5, basis="x", repulsion="b5"):
     """Criterion (4.15) read late in a run in two ways, per model: at every record with
     t >= ``since`` t_f, and once with K_S, V_S averaged over those records.
 
     Returns a Dataset over ``model``: ``instant`` (fraction of that model's late records that
-    satisfy it) and ``averaged`` (bool: T/S_max(0) <= -<K_S>/<V_S>). K_S without the Ito drift,
-    as the paper's criterion; ``basis`` as in :func:`spacing_coefficients`.
+    satisfy it), ``averaged`` (bool: T/S_max(0) <= -<K_S>/<V_S>) and ``restoring`` (fraction of
+    its late records with K_S < 0, which (4.15) needs whatever V_S > 0 is). K_S without the Ito drift,
+    as the paper's criterion; ``basis`` as in :func:`spacing_coefficients`. ``repulsion``: "b5"
+    uses V_S of the one-particle reduction (B.5), as the paper; "measured" replaces it by the
+    repulsion the measured spectrum exerts, V_S times :func:`coulomb_ratio` at each record (so
+    that T V_S / S is the exact Coulomb drift of S, eq. B.3; basis "x" only).
     """
     _validate.real("since", since, low=0.0, high=1.0, high_open=True, doc="fraction of the run")
+    if repulsion not in ("b5", "measured"):
+        raise ValueError(f"repulsion must be 'b5' (the paper's V_S) or 'measured' (the exact Coulomb sum); "
+                         f"got {repulsion!r}")
+    if repulsion == "measured" and basis != "x":
+        raise ValueError("repulsion='measured' needs basis='x' (the exact sum is taken in the eigenbasis of X)")
     T, sigma_w = float(ds.attrs["T"]), float(ds.attrs["sigma_w"])
     n1, n2 = json.loads(ds.attrs["layers"])[1], ds.sizes["eig"]
-    c = spacing_coefficients(ds, basis=basis).sel(t=ds.t >= since * float(ds.t[-1]))
+    c = spacing_coefficients(ds, basis=basis)
+    if repulsion == "measured":
+        c = c.assign(V_S=c.V_S * coulomb_ratio(ds))
+    c = c.sel(t=ds.t >= since * float(ds.t[-1]))
     inst = theory.converged(T, sigma_w, c.K_S.values, c.V_S.values, n1=n1, n2=n2).mean(axis=0)
     avg = theory.converged(T, sigma_w, c.K_S.mean("t").values, c.V_S.mean("t").values, n1=n1, n2=n2)
-    return xr.Dataset({"instant": ("model", inst), "averaged": ("model", avg)}, coords={"model": ds.model})
+    return xr.Dataset({"instant": ("model", inst), "averaged": ("model", avg),
+                       "restoring": ("model", (c.K_S.values < 0).mean(axis=0))}, coords={"model": ds.model})
 
 
 def coulomb_ratio(ds):

@@ -142,6 +142,9 @@ def spacing_sde(ds, *, paths=16, ito=True, basis="x", noise=True, coulomb="b5", 
                                     seed=seed)
 
 
+MEDIAN_GAP_KEYS = ("late", "late_lo", "late_hi", "end", "end_lo", "end_hi")  # of analysis.level_median_gap
+
+
 def sde_record_density(params, steps, n_points_list, *, seed, sde_seed, n_models, moment_samples, paths=16,
                        coulombs=("b5",), levels=(), level_paths=2, level_steps=80000, level_seed=None):
     """Gap between SGD and the level-spacing SDE (4.8) against the density of coefficient records.
@@ -153,7 +156,10 @@ def sde_record_density(params, steps, n_points_list, *, seed, sde_seed, n_models
     recording blocks, so the measured ensembles differ by their SGD noise. Returns a Dataset over
     ``coulomb`` and ``records`` (the number of recording times): ``gap_max`` (largest |mean ln
     S_meas - mean ln S_SDE| over t > 0), ``gap_late`` (over the second half in tau) and
-    ``gap_end`` (signed, measured minus SDE, at t_f).
+    ``gap_end`` (signed, measured minus SDE, at t_f); and the same gap read in medians with an
+    error, :func:`analysis.level_median_gap` on S (signed, median ln S measured minus SDE;
+    bootstrap over models, each with its own paths, 68 %): ``median_late`` (its mean over the
+    second half) and ``median_end`` (at t_f), each with ``_lo`` and ``_hi``.
 
     ``levels`` (indices into the ascending spectrum of X, 0 the smallest): the same records
     also drive the full Dyson equation (4.3) with the Ito drift (:func:`dyson_levels_sde`,
@@ -170,7 +176,7 @@ def sde_record_density(params, steps, n_points_list, *, seed, sde_seed, n_models
         if not (isinstance(lev, (int, np.integer)) and 0 <= lev < n2):
             raise ValueError(f"levels must be integers in [0, n2 - 1 = {n2 - 1}] (0 the smallest eigenvalue); "
                              f"got {lev!r}")
-    out = np.full((3, len(coulombs), len(n_points_list)), np.nan)
+    out = np.full((9, len(coulombs), len(n_points_list)), np.nan)
     lev_out = {k: np.full((len(levels), len(n_points_list)), np.nan)
                for k in ("end", "end_lo", "end_hi", "late", "late_lo", "late_hi", "max")}
     records = []
@@ -183,7 +189,9 @@ def sde_record_density(params, steps, n_points_list, *, seed, sde_seed, n_models
             sde = spacing_sde(ds, paths=paths, seed=sde_seed, coulomb=coulomb)
             gap, _ = analysis.log_gap(ds.S.values, sde.S.values)
             signed = np.log(ds.S.values).mean(1) - np.log(sde.S.values).mean(1)
-            out[:, i, j] = gap[1:].max(), gap[tau >= tau[-1] / 2].max(), signed[-1]
+            med = analysis.level_median_gap(ds.S.values, sde.S.values, tau)
+            out[:, i, j] = (gap[1:].max(), gap[tau >= tau[-1] / 2].max(), signed[-1],
+                            *(med[k] for k in MEDIAN_GAP_KEYS))
         if levels:
             full = dyson_levels_sde(ds, paths=level_paths, seed=sde_seed if level_seed is None else level_seed,
                                     n_steps=level_steps)
@@ -192,7 +200,8 @@ def sde_record_density(params, steps, n_points_list, *, seed, sde_seed, n_models
                 for k, v in g.items():
                     lev_out[k][i, j] = v
     dims = ("coulomb", "records")
-    res = xr.Dataset({"gap_max": (dims, out[0]), "gap_late": (dims, out[1]), "gap_end": (dims, out[2])},
+    res = xr.Dataset({"gap_max": (dims, out[0]), "gap_late": (dims, out[1]), "gap_end": (dims, out[2]),
+                      **{f"median_{k}": (dims, out[3 + n]) for n, k in enumerate(MEDIAN_GAP_KEYS)}},
                      coords={"coulomb": list(coulombs), "records": records},
                      attrs={"T": params.T, "inv_sigma_w": params.inv_sigma_w, "steps": int(steps)})
     if levels:

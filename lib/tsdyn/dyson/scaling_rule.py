@@ -4,13 +4,14 @@ does it stop being one? (the book's chapter 6). Glues the paired SGD ensembles o
 """
 
 import numbers
+from functools import partial
 
 import numpy as np
 import xarray as xr
 
-from .. import _seeds, _validate
+from .. import _seeds, _validate, sweep
 from . import analysis, stability
-from .experiments import linear_scaling, phase_point
+from .experiments import CRITERIA, PUBLISHED, linear_scaling, phase_point
 from .params import Params
 from .simulate import train_ensemble
 
@@ -235,16 +236,70 @@ def critical_batch_measured(ds, tolerance):
     return est, float(lo), float(hi)
 
 
+def tau_point(*, seed, T, inv_sigma_w, tau_f, n_models, batch=4, **kw):
+    """:func:`tsdyn.dyson.phase_point` on the Langevin clock: round(tau_f / (T |B|)) SGD steps (at
+    least 1), so that every (T, |B|) covers the Langevin time tau = eps t = ``tau_f`` and uses the
+    same tau_f / T samples (except where one step already exceeds it). The per-model summary, with
+    ``steps`` (a scalar) added. The form :func:`tsdyn.sweep.run` calls."""
+    _validate.real("tau_f", tau_f, low=0.0, low_open=True, doc="Langevin time eps t per run")
+    n = max(1, int(round(float(tau_f) / (float(T) * int(batch)))))
+    s = phase_point(seed=seed, T=T, inv_sigma_w=inv_sigma_w, steps=n, n_models=n_models, batch=batch, **kw)
+    return s.assign(steps=n)
+
+
+PASS_READINGS = (*CRITERIA, PUBLISHED)  # readings of the criterion (4.15) kept by the batch-resolved scans
+
+
+def _quantiles(v):
+    """16 and 84 % quantiles over axis 0, NaN in a column where fewer than 90 % of the values are finite."""
+    ok = (np.mean(np.isfinite(v), axis=0) >= 0.9) if len(v) else np.zeros(v.shape[1:], bool)
+    q = np.full((2, *v.shape[1:]), np.nan)
+    if ok.any():
+        q[:, ok] = np.nanquantile(v[:, ok], [0.16, 0.84], axis=0)
+    return q[0], q[1]
+
+
+def _level_crossings(Ts, logL, n_boot, seed):
+    """The common-level reading of a paired (batch, T, model) scan of log10 losses: the level is
+    half-way between the mean at the lowest and at the highest T of the first batch (its T_1/2);
+    per batch, the first T where the mean crosses that level (log-T interpolation). Bootstrap: at
+    each T the same resample of the networks at every batch (they are paired), the level
+    recomputed. Returns (crossings, lo, hi, ratio_lo, ratio_hi, level): 16-84 % intervals of the
+    crossings and of their ratios to the first batch's."""
+    x = np.asarray(Ts, float)
+
+    def estimate(a):  # (batch, T, model) -> (batch,)
+        m = np.nanmean(a, axis=2)
+        lev = 0.5 * (m[0, 0] + m[0, -1])
+        return np.array([analysis.crossing(x, mb, lev) for mb in m]), lev
+
+    est, level = estimate(logL)
+    rng = np.random.default_rng(_seeds.child(seed, 7, 6))
+    n = logL.shape[2]
+    boot = np.array([estimate(np.take_along_axis(logL, rng.integers(0, n, logL.shape[1:])[None], 2))[0]
+                     for _ in range(n_boot)]).reshape(n_boot, len(est))
+    lo, hi = _quantiles(boot)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rlo, rhi = _quantiles(boot / boot[:, :1])
+    return est, lo, hi, rlo, rhi, float(level)
+
+
 def batch_phase_boundary(Ts, batches, inv_sigma_w, *, n_models, steps=None, tau_f=None, seed=0, n_boot=1000,
-                         onset=1.0, n_teachers=16, rank=16, theory_samples=4000, **kw):
+                         onset=1.0, pass_level=0.68, n_teachers=16, rank=16, theory_samples=4000, **kw):
     """The phase boundary T_c against |B|: for each batch size a temperature scan at 1/sigma_W =
     ``inv_sigma_w`` (:func:`tsdyn.dyson.phase_point`, ``n_models`` networks per point), read as
     the chapter reads its transition: T_1/2, where the mean of log10 of the final test loss crosses
     half-way between its values at the lowest and highest T (:func:`analysis.halfway_crossing`,
     16-84 % bootstrap over networks). The clock is either ``steps`` SGD steps at every point or
-    the Langevin time ``tau_f`` (round(tau_f / (T |B|)) steps, at least 1: equal tau and equal
-    samples at every |B|); give one. Temperature k uses the seed child k of ``seed`` at every
-    |B|: network m has the same teacher, data and start at every |B| (paired).
+    the Langevin time ``tau_f`` (:func:`tau_point`: round(tau_f / (T |B|)) steps, at least 1: equal
+    tau and equal samples at every |B|); give one. Temperature k uses the seed child k of ``seed``
+    at every |B|: network m has the same teacher, data and start at every |B| (paired).
+
+    Each batch's T_1/2 sits half-way between its own ends, and its hot end moves with |B|; so also
+    ``T_level``: where the mean log10 loss crosses the *first* batch's half-way level (the same
+    loss at every |B|; equal to T_1/2 at the first batch), with a paired bootstrap (the same
+    resample of networks at every |B|), and ``T_level_ratio`` = T_level / T_level(first batch)
+    with its interval: 1 where T = eps/|B| is the temperature.
 
     Also the onset ``T_onset``: the first T where the geometric-mean final loss exceeds its value
     at the lowest T by the factor 1 + ``onset`` (log-T interpolation; the same bootstrap), i.e.
@@ -255,9 +310,18 @@ def batch_phase_boundary(Ts, batches, inv_sigma_w, *, n_models, steps=None, tau_
     onset reads; T_1/2, where the loss at the end of the run is half-way up, is a different,
     higher temperature.
 
-    Returns a Dataset over ``batch`` (``T_half``, ``T_onset``, each with ``_lo``, ``_hi``, ``Tc_theory``,
-    ``Tc_theory_lo``, ``Tc_theory_hi``) and (``batch``, ``T``, ``model``) (``log10_loss``).
-    ``kw`` goes to :func:`phase_point` (e.g. ``moment_samples``).
+    The criterion (4.15) per |B|: the pass flags of its readings :data:`PASS_READINGS` and
+    ``T_pass`` (``reading``, ``batch``), the first T where the fraction of networks passing falls
+    through ``pass_level`` (the paper's 68 % contour on this column; :func:`analysis.fraction_crossing`,
+    with ``_lo``, ``_hi``; NaN where it is below the level from the lowest T, or never falls).
+
+    Returns a Dataset over ``batch`` (``T_half``, ``T_level``, ``T_onset``, each with ``_lo``,
+    ``_hi``; ``T_level_ratio_lo``, ``_hi``; ``Tc_theory``, ``Tc_theory_lo``, ``Tc_theory_hi``),
+    (``reading``, ``batch``) (``T_pass`` and its ``_lo``, ``_hi``), (``batch``, ``T``) (``steps``),
+    (``batch``, ``T``, ``model``) (``log10_loss``) and (``reading``, ``batch``, ``T``, ``model``)
+    (``passes``); attrs ``level`` (the common log10 loss level), ``pass_level``, ``Tc_langevin``,
+    ``lambda_max`` (median over the theory's teachers), ``n_teachers``. ``kw`` goes to :func:`phase_point` (e.g.
+    ``moment_samples``).
     """
     _validate.integer("n_models", n_models, low=2, doc="networks per point")
     _validate.real("inv_sigma_w", inv_sigma_w, low=0.0, low_open=True, doc="disorder 1/sigma_w")
@@ -272,42 +336,84 @@ def batch_phase_boundary(Ts, batches, inv_sigma_w, *, n_models, steps=None, tau_
         raise ValueError(f"Ts must be at least three increasing temperatures > 0; got {Ts!r}")
     batches = _check_batches(batches)
     _validate.real("onset", onset, low=0.0, low_open=True, doc="relative rise of the loss that marks the onset")
-    rows, out = [], {k: [] for k in ("T_half", "T_half_lo", "T_half_hi", "T_onset", "T_onset_lo", "T_onset_hi")}
+    _validate.real("pass_level", pass_level, low=0.0, high=1.0, low_open=True, high_open=True,
+                   doc="fraction of networks passing the criterion")
+    rows, flags, n_steps = [], [], []
+    out = {k: [] for k in ("T_half", "T_half_lo", "T_half_hi", "T_onset", "T_onset_lo", "T_onset_hi")}
     rise = np.log10(1.0 + float(onset))
+    x = np.array(Ts)
 
     def onset_estimate(a):
         m = np.nanmean(a, axis=1)
-        return analysis.crossing(np.array(Ts), m - m[0], rise)
+        return analysis.crossing(x, m - m[0], rise)
 
     for b in batches:
-        logL = []
-        for k, T in enumerate(Ts):
-            n = steps if steps is not None else max(1, int(round(tau_f / (T * b))))
-            s = phase_point(seed=_seeds.child(seed, k), T=T, inv_sigma_w=float(inv_sigma_w), steps=n,
-                            n_models=n_models, batch=b, **kw)
-            logL.append(np.log10(s.loss.values))
-        logL = np.array(logL)
+        points = [tau_point(seed=_seeds.child(seed, k), T=T, inv_sigma_w=float(inv_sigma_w), tau_f=tau_f,
+                            n_models=n_models, batch=b, **kw) if steps is None else
+                  phase_point(seed=_seeds.child(seed, k), T=T, inv_sigma_w=float(inv_sigma_w), steps=steps,
+                              n_models=n_models, batch=b, **kw).assign(steps=steps)
+                  for k, T in enumerate(Ts)]
+        logL = np.array([np.log10(s.loss.values) for s in points])
         rows.append(logL)
-        half = analysis.halfway_crossing(np.array(Ts), logL, n_boot=n_boot, seed=_seeds.child(seed, 7, 3))
+        flags.append([[s[r].values for s in points] for r in PASS_READINGS])
+        n_steps.append([int(s.steps) for s in points])
+        half = analysis.halfway_crossing(x, logL, n_boot=n_boot, seed=_seeds.child(seed, 7, 3))
         first = analysis._bootstrapped(onset_estimate, logL, n_boot, _seeds.child(seed, 7, 4))
         for key, v in zip(out, (*half, *first)):
             out[key].append(v)
+    rows, flags = np.array(rows), np.array(flags, bool).transpose(1, 0, 2, 3)  # (reading, batch, T, model)
+    lev, lev_lo, lev_hi, ratio_lo, ratio_hi, level = _level_crossings(Ts, rows, n_boot, seed)
+    T_pass = np.array([[analysis.fraction_crossing(x, f, pass_level, n_boot=n_boot, seed=_seeds.child(seed, 7, 7))
+                        for f in per_reading] for per_reading in flags])  # (reading, batch, 3)
     mom = stability.minimum_moments(tuple(Params(eps=1.0).layers), seed=_seeds.child(seed, 7, 2),
                                     n_teachers=n_teachers, n_samples=theory_samples, rank=rank)
     tc = np.array([stability.critical_temperature(mom, b) for b in batches])
     lo, hi = np.quantile(tc, [0.16, 0.84], axis=1)
+    rd = ("reading", "batch")
     return xr.Dataset(
         {**{k: (("batch",), np.array(v)) for k, v in out.items()},
+         "T_level": (("batch",), lev), "T_level_lo": (("batch",), lev_lo), "T_level_hi": (("batch",), lev_hi),
+         "T_level_ratio_lo": (("batch",), ratio_lo), "T_level_ratio_hi": (("batch",), ratio_hi),
          "Tc_theory": (("batch",), np.median(tc, axis=1)), "Tc_theory_lo": (("batch",), lo),
          "Tc_theory_hi": (("batch",), hi),
-         "log10_loss": (("batch", "T", "model"), np.array(rows))},
-        coords={"batch": batches, "T": Ts},
+         "T_pass": (rd, T_pass[..., 0]), "T_pass_lo": (rd, T_pass[..., 1]), "T_pass_hi": (rd, T_pass[..., 2]),
+         "steps": (("batch", "T"), np.array(n_steps)),
+         "log10_loss": (("batch", "T", "model"), rows),
+         "passes": (("reading", "batch", "T", "model"), flags)},
+        coords={"batch": batches, "T": Ts, "reading": list(PASS_READINGS)},
         attrs={"inv_sigma_w": float(inv_sigma_w), "n_models": int(n_models),
                "clock": f"steps = {steps}" if steps is not None else f"tau_f = {tau_f:g}",
                "Tc_langevin": float(np.median(stability.stability_temperature(mom, 0.0))),
-               "onset": float(onset),
-               "observable": "T_1/2: half-way temperature of the mean log10 final test loss; T_onset: where "
-                             "the geometric-mean loss first exceeds its lowest-T value by 1 + onset"})
+               "lambda_max": float(np.median(mom.lam_max)), "onset": float(onset), "level": level,
+               "pass_level": float(pass_level), "n_boot": int(n_boot), "n_teachers": int(n_teachers),
+               "observable": "T_1/2: half-way temperature of the mean log10 final test loss; T_level: where it "
+                             "crosses the first batch's half-way level; T_onset: where the geometric-mean loss "
+                             "first exceeds its lowest-T value by 1 + onset"})
+
+
+def batch_phase_diagram(Ts, inv_sigma_ws, batches, *, tau_f, n_models, seed=0, executor="serial", cache=None,
+                        **kw):
+    """The (T, 1/sigma_W) phase diagram at each batch size, on the Langevin clock: one ensemble of
+    ``n_models`` networks per (|B|, T, 1/sigma_W), trained for round(tau_f / (T |B|)) steps
+    (:func:`tau_point`). The grid point (i, j) gets the sweep's seed child (i, j) at every |B|: the
+    same teachers, data and starts (paired across |B|). ``executor``, ``cache``: as
+    :func:`tsdyn.sweep.run`; ``kw`` goes to :func:`phase_point`.
+
+    Returns a Dataset over (``batch``, ``T``, ``inv_sigma_w``, ``model``): ``loss`` and the pass
+    flags of the criterion (4.15)'s readings :data:`PASS_READINGS`; ``steps`` (``batch``, ``T``,
+    ``inv_sigma_w``); attrs ``tau_f``, ``n_models``.
+    """
+    batches = _check_batches(batches)
+    _validate.integer("n_models", n_models, low=1, doc="networks per point")
+    _validate.real("tau_f", tau_f, low=0.0, low_open=True, doc="Langevin time eps t per run")
+    grid = {"T": [float(t) for t in Ts], "inv_sigma_w": [float(s) for s in inv_sigma_ws]}
+    parts = []
+    for b in batches:
+        fn = partial(tau_point, tau_f=float(tau_f), n_models=int(n_models), batch=b, **kw)
+        ds = sweep.run(fn, grid, executor=executor, cache=cache, seed=seed, progress=False).isel(seed=0, drop=True)
+        parts.append(ds[["loss", *PASS_READINGS, "steps"]])
+    return xr.concat(parts, dim="batch").assign_coords(batch=batches).assign_attrs(
+        tau_f=float(tau_f), n_models=int(n_models))
 
 
 def minimum_stability_check(T, batches, *, tau_f, n_models, seed=0, perturbation=0.01, n_teachers=16, rank=16,
