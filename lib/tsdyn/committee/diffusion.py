@@ -18,7 +18,10 @@ drops: the noise that SGD keeps injecting, which is what decides when a run leav
 unstable fixed point such as the Saad-Solla plateau, and which way. It leaves out the
 O(1/N) corrections to the drift and the O(N^(-1/2)) ones to Sigma (|x|^2 / N = 1 + O(N^(-1/2)),
 and the products x^b . x^b' / N of two samples of a batch), so it is meant for B << N;
-the exact sampler stays the reference at finite N.
+the exact sampler stays the reference at finite N. For the same reason it does not contain the
+finite-N departure from the linear scaling rule at fixed eta / B, an O(1/N) shift of the mean
+((B + 1) / N for the linear SCM, :func:`tsdyn.committee.rule_deviation_linear_scm`): with a
+linear activation f is affine in the overlaps, so the diffusion's mean follows the ODE exactly.
 
 Sigma has no closed form for erf units: its entries are Gaussian averages of products of
 up to four activations with two fields and Delta^4 (the eta^4 term of Q's variance). It
@@ -202,7 +205,8 @@ def diffuse(params, t_max, *, seed, dt=0.05, n_noise=4, n_points=200, spacing="l
 # mean, root-variance and minus the skewness of ln chi^2_1 (digamma and polygamma at 1/2).
 LOG_GAUSS_MEAN = 0.5 * (np.euler_gamma + np.log(2.0))  # 0.6352
 LOG_GAUSS_STD = np.pi / (2.0 * np.sqrt(2.0))  # 1.1107
-LOG_GAUSS_SKEW = 14.0 * 1.2020569031595942 / (np.pi ** 2 / 2.0) ** 1.5  # 1.5351 (14 zeta(3) / psi'(1/2)^(3/2))
+# skewness 14 zeta(3) / psi'(1/2)^(3/2) = 1.5351
+LOG_GAUSS_SKEW = 14.0 * 1.2020569031595942 / (np.pi ** 2 / 2.0) ** 1.5
 
 
 def linear_escape_cdf(t, lambda_max, t_mean):
