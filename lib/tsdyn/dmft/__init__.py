@@ -9,8 +9,10 @@ from .analysis import (bias_check, crossing_times, curve_seed, deviations, diffe
                        fdr_temperature, finite_d_sweep, log_windows, max_z, mean_se,
                        median_ci, median_difference_ci, paired_ratio, simulate_seeds, solve_seeds,
                        value_at, window_deviations, window_means, yardstick, z_scores)
-from .experiments import (FDR_MODEL, RULE_MODEL, fdr_check, matched_step_gd, matched_step_runs, scaling_rule_scan,
-                          step_or_noise)
+from .experiments import (FDR_CANDIDATES, FDR_MODEL, RULE_MODEL, fdr_check, fdr_scan, kicked_fdr_check,
+                          matched_step_gd, matched_step_runs, scaling_rule_scan, step_or_noise)
+from .finite_d import crossing_time, escape_spread, largest_deviation, shifted_theory, time_deviations
+from .response import kicked_response
 from .exact import exact_square_gd, marchenko_pastur
 from .model import generalisation_error
 from .params import Params
@@ -25,4 +27,6 @@ __all__ = ["Params", "simulate", "simulate_point", "batch_indicators", "solve",
            "difference", "curve_seed", "bias_check", "finite_d_sweep", "crossing_times", "median_ci",
            "escape_times", "median_difference_ci", "matched_step_gd", "matched_step_runs",
            "step_or_noise", "scaling_rule_scan", "RULE_MODEL", "value_at", "paired_ratio",
-           "fdr_temperature", "fdr_check", "FDR_MODEL"]
+           "fdr_temperature", "fdr_check", "FDR_MODEL", "fdr_scan", "FDR_CANDIDATES",
+           "kicked_fdr_check", "kicked_response", "time_deviations", "largest_deviation",
+           "crossing_time", "escape_spread", "shifted_theory"]

@@ -461,7 +461,9 @@ def fdr_temperature(sol, *, window=1.0, t_obs=None):
     carries the Monte Carlo noise of its C, so average several (:func:`solve_seeds`).
 
     Returns a dict: T_eff, T_pred, T_eff_sample, T_pred_sample, temperature (eta (1 - b)),
-    W, chi and dC (the parametric plot, lags increasing), t_obs.
+    W, grad_var (M_C(t, t)/b = alpha Delta <Lambda'^2> of a sample in the batch, the gradient
+    variance of one weight, which depends on the state the weights sit in), chi and dC (the
+    parametric plot, lags increasing), t_obs.
     """
     for name in ("C", "R", "M_C", "m"):
         if name not in sol:
@@ -484,4 +486,5 @@ def fdr_temperature(sol, *, window=1.0, t_obs=None):
     eta, b = float(sol.attrs["eta"]), float(sol.attrs["b"])
     T_pred = eta * W / 2.0
     return dict(T_eff=T_eff, T_pred=T_pred, T_eff_sample=T_eff / b, T_pred_sample=T_pred / b,
-                temperature=eta * (1.0 - b), W=W, chi=chi, dC=dC, t_obs=float(t[k]))
+                temperature=eta * (1.0 - b), W=W, grad_var=float(MC[k, k]) / b, chi=chi, dC=dC,
+                t_obs=float(t[k]))

@@ -16,8 +16,9 @@ import xarray as xr
 
 from .. import _validate
 from ..stats import log_crossing
-from .analysis import (curve_seed, difference, escape_times, fdr_temperature, mean_se, median_ci,
-                       median_difference_ci, paired_ratio, simulate_seeds, solve_seeds, value_at)
+from .analysis import (_map as _map_points, curve_seed, difference, escape_times, fdr_temperature,
+                       mean_se, median_ci, median_difference_ci, paired_ratio, simulate_seeds,
+                       solve_seeds, value_at)
 from .params import Params, check_params
 
 
@@ -323,20 +324,169 @@ def fdr_check(*, b, eta, lam=0.5, t_max=30.0, seeds=8, n_samples=4000, n_resp=10
     order eta (times the curvature), so the ratio should tend to 1 as eta -> 0 at fixed b.
 
     Returns a dict: ``ratio`` (mean T_eff over mean T_pred) and its ``ratio_se`` over the
-    solutions, ``T_eff``, ``T_pred``, their sample-clock values (divided by b), ``temperature``
-    (eta (1 - b)), and the mean parametric plot ``chi``, ``dC`` (lags increasing).
+    solutions, ``T_eff`` (and ``T_eff_se``), ``T_pred``, their sample-clock values (divided by
+    b), ``temperature`` (eta (1 - b)), ``grad_var`` (and ``grad_var_se``: the gradient variance
+    of one weight, :func:`~tsdyn.dmft.fdr_temperature`), the mean parametric plot ``chi``,
+    ``dC`` (lags increasing) with ``dC_se``, and the solutions ``sols``.
     """
     p = Params(**FDR_MODEL, lam=lam, eta=eta, b=b)
     _, _, sols = solve_seeds(p, t_max, seeds=seeds, seed=seed, n_samples=n_samples, n_resp=n_resp)
     res = [fdr_temperature(s, window=window) for s in sols]
     T_eff = np.array([r["T_eff"] for r in res])
     T_pred = np.array([r["T_pred"] for r in res])
+    g2 = np.array([r["grad_var"] for r in res])
+    dC = np.stack([r["dC"] for r in res])
     return {"ratio": float(T_eff.mean() / T_pred.mean()),
             "ratio_se": float(T_eff.std(ddof=1) / np.sqrt(len(res)) / T_pred.mean()),
-            "T_eff": float(T_eff.mean()), "T_pred": float(T_pred.mean()),
+            "T_eff": float(T_eff.mean()), "T_eff_se": float(T_eff.std(ddof=1) / np.sqrt(len(res))),
+            "T_pred": float(T_pred.mean()),
             "T_eff_sample": float(T_eff.mean() / b), "T_pred_sample": float(T_pred.mean() / b),
             "temperature": float(eta * (1.0 - b)),
-            "chi": np.mean([r["chi"] for r in res], axis=0), "dC": np.mean([r["dC"] for r in res], axis=0)}
+            "grad_var": float(g2.mean()), "grad_var_se": float(g2.std(ddof=1) / np.sqrt(len(res))),
+            "chi": np.mean([r["chi"] for r in res], axis=0), "dC": dC.mean(0),
+            "dC_se": dC.std(0, ddof=1) / np.sqrt(len(res)), "sols": sols}
+
+
+# Candidate temperatures of SGD per unit of the sample clock b t, as functions of (eta, b),
+# with eta the learning rate of the summed gradient (eq. E1): the exponents (of eta, 1 - b, b).
+FDR_CANDIDATES = {"eta (1 - b)": (1.0, 1.0, 0.0), "eta (1 - b) / b": (1.0, 1.0, -1.0)}
+
+
+def fdr_scan(bs, etas, *, lam=0.5, t_max=30.0, seeds=8, n_samples=4000, n_resp=1000, window=2.0,
+             seed=0):
+    """The fluctuation-dissipation temperature of SGD over a grid of batch fractions and steps,
+    and the law it follows (:func:`fdr_check` at every (b, eta)).
+
+    The slope T_eff of the DMFT's parametric plot (per unit t) is turned into the temperature
+    per unit of the sample clock b t, T_s = T_eff/b, and divided by half the gradient variance
+    of one weight, g^2/2 (``grad_var``, measured in the same solutions): theta = T_s/(g^2/2)
+    is the temperature with the state of the weights divided out (with the gradient summed
+    over the batch the stationary state depends on b: the drift is eta[lam w + b grad], an
+    effective ridge lam/b). The white batch noise predicts theta = eta (1 - b) (up to O(eta)
+    for the discrete step). A weighted least-squares fit of
+
+        ln theta = c + a ln eta + p ln(1 - b) + q ln b
+
+    (errors from the solutions' spread, scaled by sqrt(chi^2/dof) if that exceeds 1) gives
+    the exponents; eta (1 - b) is (a, p, q) = (1, 1, 0), the talk's eta (1 - b)/b with this
+    eta is (1, 1, -1). Each candidate of :data:`FDR_CANDIDATES`, with a free constant, is also
+    fitted: its chi^2 per degree of freedom and the spread max/min of theta over the candidate.
+
+    Returns (xarray.Dataset over (b, eta), {(b, eta): the :func:`fdr_check` dict without its
+    solutions}). The Dataset: T_eff, T_eff_se, T_pred, grad_var, grad_var_se, ratio, ratio_se,
+    theta, theta_se; attrs: exponent_eta, exponent_1mb, exponent_b (+ _se), constant, and per
+    candidate ``chi2_<k>`` and ``spread_<k>`` (k = 0, 1 in the order of
+    :data:`FDR_CANDIDATES`), candidates (their names), lam, t_max, window, seeds.
+    """
+    bs, etas = [float(b) for b in bs], [float(e) for e in etas]
+    if len(bs) < 2 or len(etas) < 2:
+        raise ValueError(f"bs and etas (the grid) must hold at least 2 values each; got {bs!r}, {etas!r}")
+    for b in bs:
+        _validate.real("bs", b, low=0.0, high=1.0, low_open=True, high_open=True,
+                       doc="batch fraction; b = 1 has no batch noise")
+    _validate.integer("seed", seed, low=0, doc="root seed")
+    shape = (len(bs), len(etas))
+    out = {k: np.empty(shape) for k in ("T_eff", "T_eff_se", "T_pred", "grad_var", "grad_var_se",
+                                        "ratio", "ratio_se")}
+    checks = {}
+    for i, b in enumerate(bs):
+        for j, eta in enumerate(etas):
+            r = fdr_check(b=b, eta=eta, lam=lam, t_max=t_max, seeds=seeds, n_samples=n_samples,
+                          n_resp=n_resp, window=window,
+                          seed=curve_seed("fdr scan", b, eta, lam, t_max, seed))
+            for k in out:
+                out[k][i, j] = r[k]
+            checks[(b, eta)] = {k: v for k, v in r.items() if k != "sols"}
+    B, E = np.meshgrid(bs, etas, indexing="ij")
+    theta = out["T_eff"] / B / (out["grad_var"] / 2)
+    # relative errors of T_eff and g^2 from the same solutions, combined (conservative: the
+    # two are positively correlated across solutions)
+    rel = np.hypot(out["T_eff_se"] / out["T_eff"], out["grad_var_se"] / out["grad_var"])
+    y, err = np.log(theta).ravel(), rel.ravel()
+    A = np.stack([np.ones(y.size), np.log(E).ravel(), np.log(1 - B).ravel(), np.log(B).ravel()], 1)
+
+    def wls(A, y):
+        w = 1.0 / err ** 2
+        cov = np.linalg.inv(A.T @ (A * w[:, None]))
+        coef = cov @ A.T @ (w * y)
+        dof = y.size - A.shape[1]
+        chi2 = float(np.sum(w * (y - A @ coef) ** 2)) / dof if dof > 0 else float("nan")
+        return coef, cov * max(chi2, 1.0) if np.isfinite(chi2) else cov, chi2
+
+    coef, cov, _ = wls(A, y)
+    se = np.sqrt(np.diag(cov))
+    attrs = {"exponent_eta": float(coef[1]), "exponent_eta_se": float(se[1]),
+             "exponent_1mb": float(coef[2]), "exponent_1mb_se": float(se[2]),
+             "exponent_b": float(coef[3]), "exponent_b_se": float(se[3]),
+             "constant": float(np.exp(coef[0])), "candidates": list(FDR_CANDIDATES),
+             "lam": float(lam), "t_max": float(t_max), "window": float(window), "seeds": int(seeds),
+             "n_samples": int(n_samples)}
+    for k, (a, p_, q) in enumerate(FDR_CANDIDATES.values()):
+        cand = E ** a * (1 - B) ** p_ * B ** q
+        _, _, chi2 = wls(np.ones((y.size, 1)), y - np.log(cand).ravel())
+        ratio = theta / cand
+        attrs[f"chi2_{k}"] = chi2
+        attrs[f"spread_{k}"] = float(ratio.max() / ratio.min())
+    dims = ("b", "eta")
+    data = {k: (dims, v) for k, v in out.items()}
+    data.update(theta=(dims, theta), theta_se=(dims, theta * rel))
+    return xr.Dataset(data, coords={"b": ("b", np.array(bs)), "eta": ("eta", np.array(etas))},
+                      attrs=attrs), checks
+
+
+def kicked_fdr_check(*, b, eta, d, seeds, lam=0.5, t_max=30.0, window=2.0, kick=1e-3, dmft_seeds=8,
+                     n_samples=4000, n_resp=1000, seed=0, executor=None, cache=None):
+    """The fluctuation-dissipation plot measured in simulations (kicked twins,
+    :func:`~tsdyn.dmft.response.kicked_response`) against the DMFT's (:func:`fdr_check`), at one
+    (b, eta) of the two-cluster model with ridge ``lam`` (:data:`FDR_MODEL`).
+
+    ``seeds`` training sets at dimension ``d`` (each with its own kick direction) and
+    ``dmft_seeds`` DMFT solutions, independent random numbers. Per lag: the integrated
+    response chi and the decorrelation dC, mean and standard error over runs and over
+    solutions, and their differences in standard errors; and the slopes T_eff of the two
+    parametric plots (:func:`difference` of the per-run slopes).
+
+    Returns a dict: ``lag``; ``sim`` and ``dmft``, each a dict of chi, chi_se, dC, dC_se
+    (arrays over lags) and T_eff (mean, se); ``chi_z`` and ``dC_z`` (arrays over lags, nan
+    where both are exact, chi at the first lag),
+    ``T_diff`` (:func:`difference`, simulation minus DMFT), ``n_diverged``.
+    """
+    from .. import _seeds
+    from .response import kicked_response_point
+
+    _validate.integer("seeds", seeds, low=2, doc="training sets (error bars need two)")
+    p = Params(**FDR_MODEL, lam=lam, eta=eta, b=b)
+    root = curve_seed("kicked twins", p.attrs(), d, t_max, window, kick, seed)
+    kw = dict(**{k: v for k, v in p.attrs().items() if k != "algorithm"}, t_obs=t_max, d=d,
+              window=window, kick=kick)
+    kw["tau"] = None
+    runs = _map_points(kicked_response_point, [(kw, s) for s in _seeds.children(root, seeds)],
+                       executor, cache)
+    runs = [r for r in runs if not bool(r.diverged)]
+    th = fdr_check(b=b, eta=eta, lam=lam, t_max=t_max, seeds=dmft_seeds, n_samples=n_samples,
+                   n_resp=n_resp, window=window, seed=curve_seed("kicked twins dmft", seed))
+    res = [fdr_temperature(s, window=window) for s in th["sols"]]
+    out = {"lag": runs[0].lag.values, "n_diverged": seeds - len(runs)}
+    T = {}
+    for src, chis, dCs, Ts in (("sim", [r.chi.values for r in runs], [r.dC.values for r in runs],
+                                [float(r.T_eff) for r in runs]),
+                               ("dmft", [r["chi"] for r in res], [r["dC"] for r in res],
+                                [r["T_eff"] for r in res])):
+        chis, dCs = np.stack(chis), np.stack(dCs)
+        n = len(chis)
+        out[src] = {"chi": chis.mean(0), "chi_se": chis.std(0, ddof=1) / np.sqrt(n),
+                    "dC": dCs.mean(0), "dC_se": dCs.std(0, ddof=1) / np.sqrt(n),
+                    "T_eff": mean_se(Ts)}
+        T[src] = np.asarray(Ts)
+    s_, d_ = out["sim"], out["dmft"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for v in ("chi", "dC"):
+            se = np.hypot(s_[v + "_se"], d_[v + "_se"])
+            z = np.abs(s_[v] - d_[v]) / se
+            # chi at the first lag is eta R(t, t - eta) = eta in both, exactly: no comparison
+            out[v + "_z"] = np.where(se > 1e-9 * np.abs(d_[v]), z, np.nan)
+    out["T_diff"] = difference(T["sim"], T["dmft"])
+    return out
 
 def _main(argv=None):
     """``python -m tsdyn.dmft.experiments scaling-rule [--T 0.2] [--batches ...] ...``:
