@@ -11,10 +11,35 @@ import math
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from .._jit import njit
 
 _FAST = {"reassoc", "contract"}  # see tsdyn._jit: no nnan/ninf, divergence must stay visible
+
+
+@intrinsic
+def _prefetch(typingctx, arr, i, j, l):
+    """Hint the processor to fetch the cache line of arr[i, j, l] (llvm.prefetch: read, keep
+    in all levels). No effect on results."""
+    sig = types.void(arr, i, j, l)
+
+    def codegen(context, builder, sig, args):
+        aryty = sig.args[0]
+        ary = context.make_array(aryty)(context, builder, value=args[0])
+        idx = [context.cast(builder, v, t, types.intp) for v, t in zip(args[1:], sig.args[1:])]
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, idx)
+        i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]), "llvm.prefetch.p0i8")
+        builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3),
+                          ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
 
 
 @njit(parallel=True, fastmath=_FAST)
@@ -31,9 +56,12 @@ def sgd_block(W2, A1, Y, W3, idx, eps, w_max, alive, diverged_at, step0):
     the weights before the step, then W2 is updated in one pass. Each model works on
     private contiguous copies (its weights, the batch's gathered activations), written
     back at the end of the block: same arithmetic in the same order as a direct update
-    of W2 (bit-identical results), about 1.4x faster. tanh is evaluated as
-    1 - 2 / (exp(2z) + 1), which the compiler vectorises over the n2 units (absolute
-    error ~1e-16, exact limits +-1, NaN propagates). A model whose Frobenius norm
+    of W2 (bit-identical results), about 1.4x faster. The update takes four samples of the
+    batch per pass over a row of W2 (the same subtractions in the same order, fewer loads
+    and stores), and the activations of the batch two steps ahead are prefetched (the rows
+    of A1 are drawn at random: otherwise a cache miss per row, ~0.1 us a step). tanh is
+    evaluated as 1 - 2 / (exp(2z) + 1), which the compiler vectorises over the n2 units
+    (absolute error ~1e-16, exact limits +-1, NaN propagates). A model whose Frobenius norm
     |W2|_F reaches w_max (or turns non-finite) stops: alive[m] = False and
     diverged_at[m] = step0 + (steps done, counting the failed one).
     """
@@ -52,10 +80,16 @@ def sgd_block(W2, A1, Y, W3, idx, eps, w_max, alive, diverged_at, step0):
         w3 = np.empty(n2)
         for i in range(n2):
             w3[i] = W3[m, i]
-        ab = np.empty((B, n1))
-        zb = np.empty((B, n2))
+        B4 = (B + 3) // 4 * 4  # rows padded with zeros to whole blocks of four samples
+        ab = np.zeros((B4, n1))
+        zb = np.zeros((B4, n2))
         e = np.empty(B)
         for s in range(n_steps):
+            if s + 2 < n_steps:
+                for b in range(B):
+                    k = idx[m, s + 2, b]
+                    for j in range(0, n1, 8):  # 8 doubles a cache line
+                        _prefetch(A1, m, k, j)
             for b in range(B):
                 k = idx[m, s, b]
                 for j in range(n1):
@@ -78,12 +112,14 @@ def sgd_block(W2, A1, Y, W3, idx, eps, w_max, alive, diverged_at, step0):
                     zb[b, i] = e[b] * (w3[i] * (1.0 - phi * phi))  # the step's coefficient of a_j
             s2 = 0.0
             for i in range(n2):
-                for b in range(B):
-                    c = zb[b, i]
+                wi = w[i]
+                for b0 in range(0, B, 4):  # padding rows subtract exact zeros
+                    c0, c1, c2, c3 = zb[b0, i], zb[b0 + 1, i], zb[b0 + 2, i], zb[b0 + 3, i]
+                    a0, a1, a2, a3 = ab[b0], ab[b0 + 1], ab[b0 + 2], ab[b0 + 3]
                     for j in range(n1):
-                        w[i, j] -= c * ab[b, j]
+                        wi[j] = (((wi[j] - c0 * a0[j]) - c1 * a1[j]) - c2 * a2[j]) - c3 * a3[j]
                 for j in range(n1):
-                    s2 += w[i, j] * w[i, j]
+                    s2 += wi[j] * wi[j]
             if not s2 < wm2:  # also catches nan
                 alive[m] = False
                 diverged_at[m] = step0 + s + 1
