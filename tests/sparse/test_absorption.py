@@ -90,6 +90,9 @@ def test_growth_forms_are_told_apart_on_synthetic_censored_times(true_form):
 def test_the_slope_is_undetermined_with_one_size_reached():
     assert survival.fit_growth([8, 8, 16, 16], [10, 12, np.inf, np.inf], 100, "power") is None
     assert np.isnan(survival.compare_growth([8, 8, 16, 16], [10, 12, np.inf, np.inf], 100)["delta"])
+    # two sizes at the teacher: both forms fit, but they cannot differ (no curvature to see)
+    two = survival.compare_growth([8, 8, 16, 16, 32, 32], [10, 12, 30, 40, np.inf, np.inf], 100)
+    assert two["fits"]["power"] is not None and np.isnan(two["delta"])
 
 
 def test_sign_changes_are_interpolated_in_log_m():
@@ -110,7 +113,9 @@ def test_absorption_edges_find_the_planted_window():
         tau[k] = np.exp(mu[:, None] + 0.4 * rng.standard_normal((len(Ns), 40)))
     tau[tau > 400] = np.inf
     e = survival.absorption_edges(Ns, ms, tau, 400, n_boot=20, seed=3)
-    assert 6 < e["lower"] < 8 and 12 < e["upper"] < 16  # between the grid points around each edge
+    # each edge lies between the resolved grid points around it (m = 8 is close to the edge and may be undecided)
+    assert 6 < e["lower"] < 12 and 12 < e["upper"] < 16
+    assert e["resolved"][[0, 1, 3, 4]].all()
     assert e["found_lower"] > 0.9 and e["lower_err"] < 1
 
 
@@ -137,3 +142,13 @@ def test_success_census_counts_where_successful_runs_end():
     assert (c["success"][0], c["teacher"][0], c["near"][0], c["runs"]) == (4, 2, 2, 6)
     with pytest.raises(ValueError, match="threshold"):
         threshold.success_census(h, 1.5)
+
+
+def test_an_edge_needs_resolved_likelihood_differences_on_both_sides():
+    rng = np.random.default_rng(4)
+    Ns, ms = np.array([8.0, 16.0, 32.0, 64.0]), np.array([4.0, 8.0, 16.0])
+    # power-law growth at every m: no m where the exponential form is resolved, so no lower edge
+    tau = np.exp(2.0 + 0.5 * np.log(Ns)[None, :, None] + 0.4 * rng.standard_normal((3, 4, 40)))
+    e = survival.absorption_edges(Ns, ms, tau, 1e6, n_boot=20, seed=5)
+    assert np.all(e["delta"] < 0) and np.isnan(e["lower"]) and np.isnan(e["upper"])
+    assert e["resolved"].dtype == bool and e["delta_err"].shape == (3,)

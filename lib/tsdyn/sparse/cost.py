@@ -65,9 +65,15 @@ def chapter_runs(cfg):
     (mismatched supports, and the fine grids ``mm_fss_ms`` of ``mm_fss_pairs`` at the
     sizes ``mm_fss_Ns`` if given, with the longer runs ``mm_fss_long_*`` of the
     first pair at the two largest sizes), ``figs_6_7`` (one matrix),
-    ``fig_8`` (SGD learning curves and phase diagram).
+    ``fig_8`` (SGD learning curves and phase diagram), and ``absorption`` (the runs
+    ``abs_*`` stopped at the teacher, if given, each counted at its full budget: an upper
+    bound, since a run that reaches the teacher stops early).
     """
     runs = {"figs_1_3": [], "figs_4_5": [], "figs_6_7": [], "fig_8": []}
+    if cfg.get("abs_pairs"):
+        runs["absorption"] = [("two_matrix", dict(N=N, d=d_t, d_s=d_s, m=m), cfg["abs_budget"], cfg["abs_seeds"])
+                              for (d_t, d_s), grid in zip(cfg["abs_pairs"], cfg["abs_ms"])
+                              for N in cfg["abs_Ns"] for m in grid]
     for N in cfg["Ns"]:
         for d in cfg["ds"]:
             for m in cfg["ms"]:

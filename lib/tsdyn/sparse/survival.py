@@ -98,9 +98,13 @@ def growth_median(fit, N):
 def compare_growth(N, tau, budget):
     """Both forms of :func:`fit_growth` and ``delta`` = ln L_exp - ln L_pow (> 0: exponential
     growth fits better; the Akaike weight of the exponential form is 1 / (1 + e^{-delta})).
-    ``delta`` is NaN when the slope is not determined."""
+    ``delta`` is NaN when fewer than three sizes have a run that reached the teacher (the
+    forms then differ in nothing the data constrain)."""
     fits = {form: fit_growth(N, tau, budget, form) for form in FORMS}
-    if any(f is None for f in fits.values()):
+    N, tau = np.asarray(N, float), np.asarray(tau, float)
+    # the two forms differ in curvature only: with runs at the teacher at two sizes both pass
+    # through them and delta says nothing
+    if any(f is None for f in fits.values()) or len(np.unique(N[np.isfinite(tau)])) < 3:
         return {"fits": fits, "delta": np.nan, "w_exp": np.nan}
     delta = fits["exponential"]["loglik"] - fits["power"]["loglik"]
     return {"fits": fits, "delta": float(delta), "w_exp": float(special.expit(delta))}
@@ -124,17 +128,20 @@ def sign_changes(m, delta):
     return lower, upper
 
 
-def absorption_edges(Ns, ms, tau, budget, *, n_boot=100, seed=0):
+def absorption_edges(Ns, ms, tau, budget, *, n_boot=100, seed=0, z=2.0):
     """m_c and the upper edge from the growth of tau with N, with bootstrap errors.
 
     ``tau`` (m, N, runs) absorption times (+inf: censored at ``budget``) on the grid ``ms``
     x ``Ns``. For every m, :func:`compare_growth` over all runs of every N gives delta(m);
     :func:`sign_changes` reads the lower edge m_c (exponential below, polynomial above) and
-    the upper edge. The errors are the standard deviations of the edges over ``n_boot``
-    resamples of the runs of each (m, N); ``found_lower``/``found_upper`` are the fractions of
-    resamples in which the edge exists.
+    the upper edge from the m whose delta is resolved, ``|delta| >= z`` times its bootstrap
+    standard deviation (the others are undecided and skipped; with none resolved on one side
+    the edge is NaN). The errors are the standard deviations of the edges over ``n_boot``
+    resamples of the runs of each (m, N), read on the same resolved m; ``found_lower`` and
+    ``found_upper`` are the fractions of resamples in which the edge exists.
 
-    Returns a dict: ``delta`` (m,), ``compare`` (list over m of :func:`compare_growth`
+    Returns a dict: ``delta`` (m,), ``delta_err`` (its bootstrap standard deviation),
+    ``resolved`` (m,) (the m used for the edges), ``compare`` (list over m of :func:`compare_growth`
     results), ``lower``, ``lower_err``, ``upper``, ``upper_err``, ``found_lower``,
     ``found_upper``.
     """
@@ -150,16 +157,20 @@ def absorption_edges(Ns, ms, tau, budget, *, n_boot=100, seed=0):
         return out, np.array([c["delta"] for c in out])
 
     compare, delta = deltas(tau)
-    lower, upper = sign_changes(ms, delta)
     rng = np.random.default_rng(seed)
-    boot = np.empty((n_boot, 2))
+    boot_delta = np.empty((n_boot, len(ms)))
     for b in range(n_boot):
         pick = rng.integers(0, n_runs, size=tau.shape)
-        boot[b] = sign_changes(ms, deltas(np.take_along_axis(tau, pick, axis=2))[1])
-    with np.errstate(invalid="ignore"):
-        err = [float(np.nanstd(boot[:, j], ddof=1)) if np.sum(np.isfinite(boot[:, j])) > 1 else np.nan
-               for j in range(2)]
-    return {"delta": delta, "compare": compare, "lower": lower, "lower_err": err[0], "upper": upper,
+        boot_delta[b] = deltas(np.take_along_axis(tau, pick, axis=2))[1]
+    with warnings.catch_warnings():  # a delta missing in every resample: NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        delta_err = np.nanstd(boot_delta, axis=0, ddof=1)
+    resolved = np.abs(delta) >= z * delta_err  # False where delta or its error is NaN
+    lower, upper = sign_changes(ms, np.where(resolved, delta, np.nan))
+    boot = np.array([sign_changes(ms, np.where(resolved, d_, np.nan)) for d_ in boot_delta])
+    err = [float(np.nanstd(boot[:, j], ddof=1)) if np.sum(np.isfinite(boot[:, j])) > 1 else np.nan for j in range(2)]
+    return {"delta": delta, "delta_err": delta_err, "resolved": resolved, "compare": compare, "lower": lower,
+            "lower_err": err[0], "upper": upper,
             "upper_err": err[1], "found_lower": float(np.mean(np.isfinite(boot[:, 0]))),
             "found_upper": float(np.mean(np.isfinite(boot[:, 1])))}
 
