@@ -208,3 +208,21 @@ def test_the_stuck_run_at_n32_is_found(glued):
     # 0.01 decade is the rounding of the glued level.
     assert g["long32_stuck_n"] == 1 and g["long32_stuck_ms"] == [256]
     assert abs(g["long32_stuck_levels"][0] + 2.68) < 0.01
+
+
+@pytest.mark.slow
+def test_the_absorption_time_reads_the_window_without_a_threshold(glued):
+    g = glued
+    # tau grows with N much more steeply below the transition than inside the window: the fitted
+    # exponents differ by more than three combined standard errors (censored maximum likelihood)
+    assert g["abs_p_first"] - g["abs_p_min"] > 3 * (g["abs_p_first_se"] ** 2 + g["abs_p_min_se"] ** 2) ** 0.5
+    # the unabsorbed state below the transition comes down with m (largest N), in combined standard errors
+    assert isinstance(g["abs_qs_drop_z"], float) and g["abs_qs_drop_z"] > 3
+
+
+@pytest.mark.slow
+def test_the_drift_with_n_is_tested_at_fixed_m(glued):
+    g = glued
+    assert 0 < g["fss_drift_p_value"] <= 1
+    success, teacher, near, runs = g["fss_census_counts"]
+    assert teacher + near <= success <= runs and success > 0
