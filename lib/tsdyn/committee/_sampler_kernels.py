@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from .._jit import njit, njit_reduce
-from ..activations import dg, g
+from ..activations import g_dg_fit, g_fit
 from ._kernels import DIVERGENCE_THRESHOLD, second_layer_step
 
 
@@ -115,6 +115,7 @@ def batch_steps(X, S, LT, v, v_star, A, chi2, off, zeta, act, eta, eta_v, sigma,
     FS = np.zeros((K, K))
     Y = np.empty((K, r))
     delta = np.empty(batch)
+    dgk = np.empty(K)
     decay = 1.0 - eta * kappa / N
     scale = -eta / (N * batch)
     for s in range(n_steps):
@@ -127,7 +128,7 @@ def batch_steps(X, S, LT, v, v_star, A, chi2, off, zeta, act, eta, eta_v, sigma,
                 acc = 0.0
                 for j in range(m + 1):
                     acc += LT[m, j] * a[base + j]
-                err -= v_star[m] * g(act, acc)
+                err -= v_star[m] * g_fit(act, acc)
             for k in range(K):
                 acc = 0.0
                 for j in range(k + 1):
@@ -136,12 +137,13 @@ def batch_steps(X, S, LT, v, v_star, A, chi2, off, zeta, act, eta, eta_v, sigma,
                 for m in range(M):
                     acc += X[k, m] * a[base + m]
                 lam[k, b] = acc
-                err += v[k] * g(act, acc)
+                gk, dgk[k] = g_dg_fit(act, acc)
+                err += v[k] * gk
             if not abs(err) < DIVERGENCE_THRESHOLD:  # also catches nan
                 return s
             delta[b] = err
             for k in range(K):
-                c[k, b] = scale * v[k] * dg(act, lam[k, b]) * err
+                c[k, b] = scale * v[k] * dgk[k] * err
         for k in range(K):
             for m in range(M):
                 acc = decay * X[k, m]
@@ -213,6 +215,7 @@ def online_steps(X, S, LT, v, v_star, A, chi2, zeta, act, eta, eta_v, sigma, kap
     lam = np.empty((K, 1))
     mu = np.empty(K)
     c = np.empty(K)
+    dgk = np.empty(K)
     delta = np.empty(1)
     teacher = np.empty(n_steps)
     decay = 1.0 - eta * kappa / N
@@ -223,7 +226,7 @@ def online_steps(X, S, LT, v, v_star, A, chi2, zeta, act, eta, eta_v, sigma, kap
             acc = 0.0
             for j in range(m + 1):
                 acc += LT[m, j] * A[s, j]
-            err -= v_star[m] * g(act, acc)
+            err -= v_star[m] * g_fit(act, acc)
         teacher[s] = err
     for s in range(n_steps):
         for j in range(K):  # LS LS^T = S; a pivot that is not positive gives a zero column
@@ -249,12 +252,13 @@ def online_steps(X, S, LT, v, v_star, A, chi2, zeta, act, eta, eta_v, sigma, kap
             for m in range(M):
                 acc += X[k, m] * A[s, m]
             lam[k, 0] = acc
-            err += v[k] * g(act, acc)
+            gk, dgk[k] = g_dg_fit(act, acc)
+            err += v[k] * gk
         if not abs(err) < DIVERGENCE_THRESHOLD:  # also catches nan
             return s
         delta[0] = err
         for k in range(K):
-            c[k] = scale * v[k] * dg(act, lam[k, 0]) * err
+            c[k] = scale * v[k] * dgk[k] * err
         for k in range(K):
             for m in range(M):
                 X[k, m] = decay * X[k, m] + c[k] * A[s, m]
