@@ -1,5 +1,4 @@
-"""Our own erf (tsdyn.activations.erf_g, erf_g_dg) and exp-based tanh (dyson kernels) against
-references over their whole range.
+"""Our own erf (tsdyn.activations.erf_g, erf_g_dg) against references over its whole range.
 
 Tolerances are in ulp (units in the last place of the reference): the fits' truncation is
 below 0.1 ulp (tsdyn._erf_fit), so what remains is the rounding of their evaluation in
@@ -16,7 +15,6 @@ import pytest
 from scipy.special import erf
 
 from tsdyn import _erf_fit, activations
-from tsdyn.dyson import _kernels as dyson_kernels
 
 
 def _evaluate(fastmath):
@@ -101,20 +99,3 @@ def test_g_fit_dispatches_like_g():
     out = both(activations.code("erf"), xs)
     np.testing.assert_allclose(out[0], erf(xs / np.sqrt(2)), rtol=5e-16, atol=0)
 
-
-def test_tanh_of_the_dyson_kernel():
-    """tanh(z) = 1 - 2 / (exp(2z) + 1) with our exp: within 4e-16 absolute of the same formula
-    with numpy's exp and of numpy's tanh (the formula's own rounding near z = 0 is ~1e-16
-    absolute), exactly +-1 far out, NaN kept."""
-    rng = np.random.default_rng(1)
-    z = np.concatenate([rng.standard_normal(100_000) * s for s in (0.1, 1.0, 5.0, 30.0)])
-    Z = (2 * z)[None, :].copy()
-    dyson_kernels._tanh_of_twice(Z, 1, Z.shape[1])
-    formula = 1.0 - 2.0 / (np.exp(2 * z) + 1.0)
-    assert np.abs(Z[0] - formula).max() <= 4.5e-16
-    assert np.abs(Z[0] - np.tanh(z)).max() <= 4.5e-16
-    assert np.all(Z[0][np.abs(z) > 20] == np.sign(z[np.abs(z) > 20]))
-    special = np.array([[np.nan, np.inf, -np.inf, 1e3, -1e3, 0.0]])
-    dyson_kernels._tanh_of_twice(special, 1, 6)
-    assert np.isnan(special[0, 0])
-    np.testing.assert_array_equal(special[0, 1:], [1.0, -1.0, 1.0, -1.0, 0.0])
