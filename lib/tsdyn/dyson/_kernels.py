@@ -56,9 +56,10 @@ def sgd_block(W2, A1, Y, W3, idx, eps, w_max, alive, diverged_at, step0):
     the weights before the step, then W2 is updated in one pass. Each model works on
     private contiguous copies (its weights, the batch's gathered activations), written
     back at the end of the block: same arithmetic in the same order as a direct update
-    of W2 (bit-identical results), about 1.4x faster. The update takes four samples of the
-    batch per pass over a row of W2 (the same subtractions in the same order, fewer loads
-    and stores), and the activations of the batch two steps ahead are prefetched (the rows
+    of W2 (bit-identical results), about 1.4x faster. The forward pass and the update take
+    four samples of the batch per pass over a row of W2 (the same sums and subtractions in
+    the same order, fewer loads and stores; the batch is padded with zero rows to a multiple
+    of four), and the activations of the batch two steps ahead are prefetched (the rows
     of A1 are drawn at random: otherwise a cache miss per row, ~0.1 us a step). tanh is
     evaluated as 1 - 2 / (exp(2z) + 1), which the compiler vectorises over the n2 units
     (absolute error ~1e-16, exact limits +-1, NaN propagates). A model whose Frobenius norm
@@ -94,12 +95,21 @@ def sgd_block(W2, A1, Y, W3, idx, eps, w_max, alive, diverged_at, step0):
                 k = idx[m, s, b]
                 for j in range(n1):
                     ab[b, j] = A1[m, k, j]
-            for b in range(B):
+            for b0 in range(0, B, 4):  # four samples share each load of a row of W2
+                a0, a1, a2, a3 = ab[b0], ab[b0 + 1], ab[b0 + 2], ab[b0 + 3]
                 for i in range(n2):
-                    z = 0.0
+                    wi = w[i]
+                    z0 = z1 = z2 = z3 = 0.0
                     for j in range(n1):
-                        z += w[i, j] * ab[b, j]
-                    zb[b, i] = 2.0 * z
+                        x = wi[j]
+                        z0 += x * a0[j]
+                        z1 += x * a1[j]
+                        z2 += x * a2[j]
+                        z3 += x * a3[j]
+                    zb[b0, i] = 2.0 * z0
+                    zb[b0 + 1, i] = 2.0 * z1
+                    zb[b0 + 2, i] = 2.0 * z2
+                    zb[b0 + 3, i] = 2.0 * z3
             for b in range(B):
                 for i in range(n2):
                     zb[b, i] = 1.0 - 2.0 / (math.exp(zb[b, i]) + 1.0)  # tanh(z)
@@ -110,6 +120,9 @@ def sgd_block(W2, A1, Y, W3, idx, eps, w_max, alive, diverged_at, step0):
                 for i in range(n2):
                     phi = zb[b, i]
                     zb[b, i] = e[b] * (w3[i] * (1.0 - phi * phi))  # the step's coefficient of a_j
+            for b in range(B, B4):  # the padding rows' coefficients: zero
+                for i in range(n2):
+                    zb[b, i] = 0.0
             s2 = 0.0
             for i in range(n2):
                 wi = w[i]
