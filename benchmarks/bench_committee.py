@@ -31,7 +31,7 @@ from tsdyn import committee
 from tsdyn._jit import njit
 from tsdyn.committee import _kernels
 from tsdyn.committee.theory import _pack, rhs
-from _timing import best_of, smoke  # noqa: E402  (benchmarks/ is on sys.path)
+from _timing import best_of, smoke, verdict  # noqa: E402  (benchmarks/ is on sys.path)
 
 N, K, M, ETA = 784, 4, 4, 0.2
 
@@ -133,14 +133,14 @@ def main():
     for batch, samples in smoke(((1, 20_000), (64, 64 * 2_000)), ((1, 500), (64, 64 * 20))):
         r = bench_sgd(batch, samples)
         target = 2.0 if batch == 1 else 1.0  # at B = 64 both are bound by the floor
-        verdict = "ok" if r["end_to_end"] >= target else (
-            "MISSED: bound by drawing the inputs" if r["bound"] < target else "MISSED")
+        judged = verdict(r["end_to_end"] >= target, "MISSED: bound by drawing the inputs"
+                         if r["bound"] < target else "MISSED")
         print(f"  B={batch:>2}: samples/s vs plain-NumPy loop: {r['end_to_end']:5.2f}x end to end "
               f"(target >= {target:g}x; at most {r['bound']:.2f}x possible with this floor) "
-              f"-> {verdict}")
+              f"-> {judged}")
         print(f"        arithmetic alone: {r['arithmetic']:5.1f}x faster than NumPy")
         print(f"        per-sample cost / floor (drawing N normals): {r['over_floor']:5.2f} "
-              f"(target <= 1.5) -> {'ok' if r['over_floor'] <= 1.5 else 'MISSED'}")
+              f"(target <= 1.5) -> {verdict(r['over_floor'] <= 1.5)}")
     sizes = smoke((100, 10_000, 1_000_000), (100, 1_000_000))
     for batch, net_steps, smp_steps in smoke(((1, 20_000, 500_000), (64, 1_000, 20_000)),
                                              ((1, 100, 1_000), (64, 10, 100))):
@@ -149,11 +149,11 @@ def main():
         flat_txt = ", ".join(f"N={n:.0e}: {f:.2f}" for n, f in zip(sizes, flat))
         print(f"committee: overlap sampler B={batch:>2}: {speedup:5.1f}x the full network's steps/s at "
               f"N={N} (target >= 30x); steps/s relative to N={N}: {flat_txt} (target 0.8-1.25) "
-              f"-> {'ok' if ok else 'MISSED'}")
+              f"-> {verdict(ok)}")
     ratio, err_a, err_e = bench_ode()
     print(f"committee: ODE K=M=4 erf to t=1000: LSODA (rel. error in eps_g {err_a:.1e}) is "
           f"{ratio:.1f}x faster than explicit Euler at dt=0.01 (rel. error {err_e:.1e}) "
-          f"-> {'ok' if ratio > 1.0 and err_a < 1e-6 else 'MISSED'}")
+          f"-> {verdict(ratio > 1.0 and err_a < 1e-6)}")
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ import numpy as np
 
 from tsdyn import largebatch as lb
 from tsdyn.largebatch import _kernels
-from _timing import best_of, smoke  # noqa: E402  (benchmarks/ is on sys.path)
+from _timing import best_of, smoke, verdict  # noqa: E402  (benchmarks/ is on sys.path)
 
 simmod = importlib.import_module("tsdyn.largebatch.simulate")
 D = smoke(1024, 256)
@@ -84,10 +84,10 @@ def main():
     a_kernel, a_numpy = best_of([kernel_arith, numpy_arith], repeats=REPEATS)
     del Z
     ratio, bound = t_np / t_lib, t_np / t_floor
-    verdict = "ok" if ratio >= 2 else ("MISSED: bound by drawing the inputs" if bound < 2 else "MISSED")
+    judged = verdict(ratio >= 2, "MISSED: bound by drawing the inputs" if bound < 2 else "MISSED")
     print(f"largebatch: one projected SGD step, d={D}, n_b=d^1.5={n_b}, p=k=1 (ratios in one run)")
     print(f"  full sampler vs plain NumPy step: {ratio:5.2f}x faster end to end (target >= 2x; at most "
-          f"{bound:.2f}x possible with this floor) -> {verdict}")
+          f"{bound:.2f}x possible with this floor) -> {judged}")
     print(f"  arithmetic alone (same inputs in memory): {a_numpy / a_kernel:5.2f}x faster than NumPy")
     print(f"  step cost / floor (drawing the n_b d normals in chunks): {t_lib / t_floor:5.2f}")
     print(f"  samples per second: library {n_b / t_lib:,.0f}, plain NumPy {n_b / t_np:,.0f} "
@@ -111,7 +111,7 @@ def main():
         peaks.append(lib_peak)
         print(f"    n_b = d^{mu:<4} = {p.n_b:>8}: library {lib_peak / 2**20:6.2f} MiB, plain NumPy {np_text}")
     flat = max(peaks) / min(peaks)
-    print(f"  library peak at n_b=d^2 / at n_b=d: {flat:.2f} (flat: <= 1.5) -> {'ok' if flat <= 1.5 else 'MISSED'}")
+    print(f"  library peak at n_b=d^2 / at n_b=d: {flat:.2f} (flat: <= 1.5) -> {verdict(flat <= 1.5)}")
 
     # 3. reduced sampler
     red = simmod._Runner(params, 0, "reduced", stop_at_recovery=False)

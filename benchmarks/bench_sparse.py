@@ -33,7 +33,7 @@ import numpy as np  # noqa: E402
 from tsdyn import sparse  # noqa: E402
 from tsdyn.sparse import _kernels  # noqa: E402
 from tsdyn.sparse.networks import compact, draw_networks, transpose_lists  # noqa: E402
-from _timing import best_of, smoke  # noqa: E402  (benchmarks/ is on sys.path)
+from _timing import best_of, smoke, verdict  # noqa: E402  (benchmarks/ is on sys.path)
 
 N, D, M, A = smoke(200, 20), 4, 64, 0.1
 
@@ -119,7 +119,7 @@ def main():
     ratio_sparse = rate / (n_sparse / t_sparse)
     print(f"sparse: greedy moves, two-matrix LeakyReLU N={N}, d={D}, m={M} (ratios measured in one run)")
     print(f"  moves/s vs plain-NumPy from-scratch Delta L (dense products): {ratio_dense:7.0f}x "
-          f"(target >= 20x) -> {'ok' if ratio_dense >= 20 else 'MISSED'}")
+          f"(target >= 20x) -> {verdict(ratio_dense >= 20)}")
     print(f"  moves/s vs plain-NumPy from-scratch Delta L (sparse gathers): {ratio_sparse:7.0f}x")
     print(f"  one sweep (labels, state, {p.n_weights} moves) costs {t_kernel / t_floor:5.1f}x "
           f"drawing its mini-batch (N m = {N * M} normals)")

@@ -1,5 +1,5 @@
-"""Derivation of the coefficient tables of our own erf and its derivative (:func:`tsdyn.activations.erf_g`,
-:func:`tsdyn.activations.erf_g_dg`).
+"""Derivation of the coefficient tables of our own erf and its derivative
+(:func:`tsdyn.activations.erf_g`, :func:`tsdyn.activations.erf_g_dg`).
 
 Run ``python -m tsdyn._erf_fit`` to print the tables that ``activations.py`` holds;
 ``tests/test_erf.py`` re-derives them and checks that they are the ones in use.
