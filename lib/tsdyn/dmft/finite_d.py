@@ -8,9 +8,9 @@ time, and :func:`largest_deviation` reports the largest with its place.
 
 At finite d each training set escapes at its own time. If the typical (median) escape does
 not move with d but the escape times spread about it, the mean over training sets is the DMFT
-curve averaged over time shifts: flatter and, during the drop, above the DMFT.
+curve averaged over delays of its escape: flatter and, during the drop, above the DMFT.
 :func:`escape_spread` measures the median and the spread across dimensions;
-:func:`shifted_theory` predicts the mean curve at one d from the DMFT and the measured shifts.
+:func:`shifted_theory` predicts the mean curve at one d from the DMFT and the measured delays.
 """
 
 import numpy as np
@@ -171,57 +171,63 @@ def escape_spread(params, t_max, *, ds, seeds, level, t_spread, known=None, n_bo
     return xr.Dataset(out, coords={"d": ("d", np.array(ds))}, attrs=attrs), sims
 
 
-def shifted_theory(sols, sim, *, level, var="eg", centre="median", t_from=0.0):
-    """The mean simulated curve predicted from the DMFT and each run's own escape time.
+def shifted_theory(params, sols, sim, *, level, centre="median"):
+    """The mean simulated test error predicted from the DMFT and each run's own escape time.
 
-    A run that escapes at tau_i is taken to be the mean DMFT curve shifted in time by
-    s_i = tau_i - tau_c, so the mean over runs is the DMFT averaged over the measured shifts,
+    A run that escapes at tau_i is taken to be the DMFT with its magnetisation delayed by
+    s_i = tau_i - tau_c: m_i(t) = m_DMFT(t - s_i), while the part of the weights orthogonal to
+    v*, C_perp = C - m^2, is self-averaging and keeps the DMFT's C_perp(t). Each run's test
+    error follows from (m_i, m_i^2 + C_perp) (:func:`~tsdyn.dmft.generalisation_error`), and
 
-        <x>(t) = (1/n) sum_i x_DMFT(max(t - s_i, t_from))  for t > t_from,  x_DMFT(t) before,
+        <eps_g>(t) = (1/n) sum_i eps_g(m_DMFT(t - s_i), m_DMFT(t - s_i)^2 + C_perp(t))
 
-    (times after the DMFT's end read its last value). The delay builds up on the plateau
-    before the escape: ``t_from``, a time on the plateau, leaves the initial transient, which
-    every run goes through at the same time, unshifted (a delayed run then stays at the
-    plateau value x_DMFT(t_from) until its own escape). With
-    ``centre="median"`` tau_c is the median escape time of the runs: only their spread about
-    it enters (the DMFT keeps its own escape time). With ``centre="dmft"`` tau_c is the escape
-    time of the mean DMFT curve: each run is moved to its own escape time, the median shift
-    included. Escape times are the first time |m| reaches ``level`` (:func:`crossing_time`);
-    runs that never reach it are left out of the prediction and of the residuals.
+    (m_DMFT before 0 reads its first value, after its end its last). The initial transient of
+    C_perp, which every run goes through at the same time, is therefore not delayed; only the
+    escape is. With ``centre="median"`` tau_c is the median escape time of the runs: only their
+    spread about it enters (the DMFT keeps its own escape time). With ``centre="dmft"`` tau_c is
+    the escape time of the mean DMFT curve: each run is moved to its own escape time, the median
+    shift included. Escape times are the first time |m| reaches ``level``
+    (:func:`crossing_time`); runs that never reach it are left out of the prediction and of
+    the residuals. The three-cluster error depends on m only through |m|, so a run that
+    escaped to m < 0 is the same state as its mirror image.
 
     The prediction uses the same runs as the mean it is compared with, so the comparison is
-    paired: per run the residual r_i(t) = x_i(t) - x_DMFT(t - s_i), whose mean and standard
-    error (over runs, with the DMFT's standard error added in quadrature) say whether the runs
-    are the DMFT shifted in time.
+    paired: per run the residual r_i(t) = eps_g,i(t) - eps_g(m_DMFT(t - s_i), ...), whose mean
+    and standard error (over runs, with the DMFT's standard error added in quadrature) say
+    whether the runs are the DMFT with a delayed escape.
 
     Returns an xarray.Dataset over the simulation's ``t``: sim, sim_se (all runs), dmft,
-    dmft_se (mean DMFT curve on that grid), predicted, residual, residual_se, z (|residual| /
-    residual_se); attrs: centre, tau_c, tau_dmft, level, t_from, n_used, n_censored, shift_sd.
+    dmft_se (mean DMFT test error on that grid), predicted, residual, residual_se, z
+    (|residual| / residual_se); attrs: centre, tau_c, tau_dmft, level, n_used, n_censored,
+    shift_sd.
     """
+    from .model import generalisation_error
+    from .params import check_params
+
+    check_params(params)
     if centre not in ("median", "dmft"):
         raise ValueError(f"centre must be 'median' or 'dmft'; got {centre!r}")
     t = sim.t.values
-    _validate.real("t_from", t_from, low=0.0, high=float(t[-1]), doc="start of the shifted part")
-    runs = sim[var + "_run"].values
-    th_all = np.stack([s[var].values for s in sols])
+    runs = sim["eg_run"].values
+    eg_all = np.stack([s.eg.values for s in sols])
     t_th = sols[0].t.values
-    th = th_all.mean(0)
-    th_se = th_all.std(0, ddof=1) / np.sqrt(len(sols))
+    th_se = eg_all.std(0, ddof=1) / np.sqrt(len(sols))
     esc = crossing_time(sim.m_run.values, t, level)
     ok = np.isfinite(esc)
     if ok.sum() < 2:
         raise ValueError(f"level (escape level of |m|) {level!r} is reached by fewer than 2 runs")
     m_th = np.mean([s.m.values for s in sols], axis=0)
+    cperp = np.mean([s.C_diag.values - s.m.values ** 2 for s in sols], axis=0)
     tau_th = float(crossing_time(m_th[None, :], t_th, level)[0])
     tau_c = float(np.median(esc[ok])) if centre == "median" else tau_th
     if not np.isfinite(tau_c):
         raise ValueError(f"level (escape level of |m|) {level!r} is not reached by the mean DMFT curve")
     shifts = esc[ok] - tau_c
-    late = t > t_from
-    pred_runs = np.stack([np.where(late, np.interp(np.maximum(t - s, t_from), t_th, th),
-                                   np.interp(t, t_th, th)) for s in shifts])
+    cp_on = np.interp(t, t_th, cperp)
+    m_runs = np.stack([np.interp(t - s_, t_th, m_th) for s_ in shifts])
+    pred_runs = generalisation_error(params, m_runs, m_runs ** 2 + cp_on)
     resid = runs[ok] - pred_runs
-    th_on = np.interp(t, t_th, th)
+    th_on = np.interp(t, t_th, eg_all.mean(0))
     th_se_on = np.interp(t, t_th, th_se)
     r_se = np.hypot(resid.std(0, ddof=1) / np.sqrt(ok.sum()), th_se_on)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -232,6 +238,5 @@ def shifted_theory(sols, sim, *, level, var="eg", centre="median", t_from=0.0):
          "residual": ("t", resid.mean(0)), "residual_se": ("t", r_se), "z": ("t", z)},
         coords={"t": ("t", t)},
         attrs={"centre": centre, "tau_c": tau_c, "tau_dmft": tau_th, "level": float(level),
-               "t_from": float(t_from),
                "n_used": int(ok.sum()), "n_censored": int((~ok).sum()),
-               "shift_sd": float(np.std(shifts, ddof=1)), "var": var})
+               "shift_sd": float(np.std(shifts, ddof=1))})
