@@ -6,10 +6,13 @@ Everything is measured in one run and reported as ratios, never bare seconds
 1. Ensemble training throughput, model-steps per second, paper architecture
    3 -> 32 -> 16 -> 1, |B| = 4, |D| = 4000, an ensemble of 32 models:
    - the library's lockstep kernel (one numba call advances every model through a
-     block of steps; mini-batch indices drawn by numpy in blocks) against a
-     plain-NumPy per-model loop of the same algorithm (one vectorised NumPy update
-     per step and model, the same indices), end to end; target >= 10x. Shown with
-     numba on one thread (the algorithmic gain) and on all threads;
+     block of steps; mini-batch indices drawn by numpy in blocks) against two plain-NumPy
+     versions of the same algorithm with the same indices, end to end: a per-model loop
+     (one vectorised NumPy update per step and model) and a loop over the steps only,
+     each step one batched update of the whole ensemble (a gather, two stacked matmuls
+     and the elementwise terms: about seven times faster than the per-model loop at 32
+     models, its Python cost shared by the models). Target >= 10x against the faster.
+     Shown with numba on one thread (the algorithmic gain) and on all threads;
    - the cost per model-step against the floor of the arithmetic: two
      (|B| x n1) x (n1 x n2) matrix products per step (forward pass and gradient) done
      by NumPy on the whole ensemble at once (batched matmul), which any
@@ -46,6 +49,19 @@ def numpy_sgd(W2, A1, Y, W3, idx, eps):
             w -= eps * ((e[:, None] * W3[m] * (1 - phi ** 2)).T @ a)
 
 
+def numpy_sgd_ensemble(W2, A1, Y, W3, idx, eps):
+    """Plain NumPy, step by step, each step for the whole ensemble at once (stacked matmuls):
+    the algorithm of _kernels.sgd_block."""
+    M, B = W2.shape[0], idx.shape[2]
+    mi = np.arange(M)[:, None]
+    for s in range(idx.shape[1]):
+        k = idx[:, s]
+        a = A1[mi, k]  # (M, B, n1)
+        phi = np.tanh(a @ W2.transpose(0, 2, 1))  # (M, B, n2)
+        e = ((phi @ W3[:, :, None])[..., 0] - Y[mi, k]) / B  # (M, B)
+        W2 -= eps * ((e[:, :, None] * W3[:, None, :] * (1 - phi ** 2)).transpose(0, 2, 1) @ a)
+
+
 def bench_training():
     p = dyson.Params.from_temperature(0.25, 2.0)
     net = dyson.networks(p, seed=0, n_models=M)
@@ -66,6 +82,10 @@ def bench_training():
         i = draw()
         numpy_sgd(net["W2"].copy(), A1, Y, W3, i, p.eps)
 
+    def numpy_ensemble():
+        i = draw()
+        numpy_sgd_ensemble(net["W2"].copy(), A1, Y, W3, i, p.eps)
+
     a = A1[np.arange(M)[:, None, None], idx]  # (M, STEPS, B, n1), gathered once
 
     def floor():
@@ -75,18 +95,22 @@ def bench_training():
             _ = z.transpose(0, 2, 1) @ a[:, s]  # (M, n2, n1)
 
     # same result from both implementations (rounding only)
-    w_k, w_n = net["W2"].copy(), net["W2"].copy()
+    w_k, w_n, w_e = net["W2"].copy(), net["W2"].copy(), net["W2"].copy()
     _kernels.sgd_block(w_k, A1, Y, W3, idx[:, :50], p.eps, 1e6, alive, div, 0)
     numpy_sgd(w_n, A1, Y, W3, idx[:, :50], p.eps)
+    numpy_sgd_ensemble(w_e, A1, Y, W3, idx[:, :50], p.eps)
     assert np.allclose(w_k, w_n, rtol=1e-9, atol=1e-12)
+    assert np.allclose(w_k, w_e, rtol=1e-9, atol=1e-12)
 
     threads = numba.get_num_threads()
     numba.set_num_threads(1)
-    t_k1, t_np, t_floor = best_of([kernel, numpy_loop, floor], repeats=REPEATS)
+    t_k1, t_np, t_ens, t_floor = best_of([kernel, numpy_loop, numpy_ensemble, floor],
+                                         repeats=REPEATS)
     numba.set_num_threads(threads)
     (t_kn,) = best_of([kernel], repeats=REPEATS)
-    return {"one_thread": t_np / t_k1, "threads": threads, "all_threads": t_np / t_kn,
-            "over_floor": t_k1 / t_floor}
+    best_np = min(t_np, t_ens)
+    return {"loop": t_np / t_k1, "ensemble": t_ens / t_k1, "one_thread": best_np / t_k1,
+            "threads": threads, "all_threads": best_np / t_kn, "over_floor": t_k1 / t_floor}
 
 
 def numpy_em(S0, tau, n_sub, K, V, D, T, xi, linear):
@@ -142,8 +166,9 @@ def bench_sde(linear):
 def main():
     print(f"dyson: ensemble SGD, 3-32-16-1 tanh, |B|=4, {M} models x {STEPS} steps (ratios measured in one run)")
     r = bench_training()
-    print(f"  model-steps/s vs plain-NumPy per-model loop: {r['one_thread']:6.1f}x on 1 thread "
-          f"(target >= 10x) -> {verdict(r['one_thread'] >= 10)}; "
+    print(f"  model-steps/s on 1 thread vs plain-NumPy per-model loop: {r['loop']:6.1f}x; vs plain "
+          f"NumPy over the whole ensemble per step: {r['ensemble']:5.1f}x (target >= 10x against "
+          f"the faster: {r['one_thread']:.1f}x -> {verdict(r['one_thread'] >= 10)}); "
           f"{r['all_threads']:6.1f}x on {r['threads']} threads")
     print(f"  per model-step cost / floor (the two batched matrix products in NumPy): {r['over_floor']:5.2f}")
     for linear in (False, True):
