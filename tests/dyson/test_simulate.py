@@ -211,3 +211,18 @@ def test_long_column_stopped_and_resumed_is_the_uninterrupted_run(tmp_path, monk
     xr.testing.assert_identical(xr.load_dataset(path), xr.load_dataset(tmp_path / "whole.nc"))
     with pytest.raises(ValueError, match="one T"):
         dyson.long_column([2.0, 8.0], 8.0, 3, path=path, resume=True, seed=0, n_models=2)
+
+
+def test_moments_at_the_end_only():
+    """moments='end' measures the moments at the last record only: the same training (the moments
+    are a measurement, they draw no random numbers), the same end moments as 'ends', NaN before."""
+    p = dyson.Params.from_temperature(0.5, 8.0, n_train=200, n_test=20)
+    kw = dict(seed=3, n_models=3, n_points=4, moment_samples=50, k_basis=True, published=True)
+    ends = dyson.train_ensemble(p, 40, moments="ends", **kw)
+    end = dyson.train_ensemble(p, 40, moments="end", **kw)
+    np.testing.assert_array_equal(end.loss.values, ends.loss.values)
+    for v in ("K", "V", "grad_norm", "K_k", "V_raw"):
+        np.testing.assert_array_equal(end[v].values[-1], ends[v].values[-1])
+        assert np.all(np.isnan(end[v].values[:-1])) and np.all(np.isfinite(ends[v].values[0]))
+    with pytest.raises(ValueError, match="moments must be 'all', 'ends' or 'end'"):
+        dyson.train_ensemble(p, 40, moments="start", **kw)

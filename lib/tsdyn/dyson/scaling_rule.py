@@ -240,10 +240,12 @@ def tau_point(*, seed, T, inv_sigma_w, tau_f, n_models, batch=4, **kw):
     """:func:`tsdyn.dyson.phase_point` on the Langevin clock: round(tau_f / (T |B|)) SGD steps (at
     least 1), so that every (T, |B|) covers the Langevin time tau = eps t = ``tau_f`` and uses the
     same tau_f / T samples (except where one step already exceeds it). The per-model summary, with
-    ``steps`` (a scalar) added. The form :func:`tsdyn.sweep.run` calls."""
+    ``steps`` (a scalar) added; the gradient moments are measured at the end only (the batch-resolved
+    scans read the end of training), so ``grad_norm0`` is NaN. The form :func:`tsdyn.sweep.run` calls."""
     _validate.real("tau_f", tau_f, low=0.0, low_open=True, doc="Langevin time eps t per run")
     n = max(1, int(round(float(tau_f) / (float(T) * int(batch)))))
-    s = phase_point(seed=seed, T=T, inv_sigma_w=inv_sigma_w, steps=n, n_models=n_models, batch=batch, **kw)
+    s = phase_point(seed=seed, T=T, inv_sigma_w=inv_sigma_w, steps=n, n_models=n_models, batch=batch,
+                    **{"moments": "end", **kw})
     return s.assign(steps=n)
 
 

@@ -102,9 +102,10 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
     moment_samples : int or None
         Number of training samples (the first ones) over which the gradient moments
         K, V (eq. 4.4) and the full-batch gradient are measured; None: all n_train.
-    moments : {"all", "ends"}
-        Measure ``grad_norm``, ``K`` and ``V`` at every recording time, or only at the
-        first and last (cheaper, for sweeps); NaN elsewhere.
+    moments : {"all", "ends", "end"}
+        Measure ``grad_norm``, ``K`` and ``V`` at every recording time, only at the
+        first and last (cheaper, for sweeps), or only at the last (for sweeps that read the
+        end of training alone); NaN elsewhere.
     published : bool
         Also record X and the unrotated moments of Delta^X (``X_mat``, ``K_raw``, ``V_raw``)
         wherever the moments are measured, for the authors' own criterion recipe.
@@ -185,8 +186,8 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
         moment_samples = params.n_train
     _validate.integer("moment_samples", moment_samples, low=2, doc="samples for the gradient moments")
     moment_samples = min(moment_samples, params.n_train)
-    if moments not in ("all", "ends"):
-        raise ValueError(f"moments must be 'all' or 'ends'; got {moments!r}")
+    if moments not in ("all", "ends", "end"):
+        raise ValueError(f"moments must be 'all', 'ends' or 'end'; got {moments!r}")
     ss = _seeds.seed_sequence(seed)
     net = networks(params, seed=ss, n_models=n_models, init=init)
     batch_rngs = [_stream(ss, m, 3) for m in range(n_models)]
@@ -244,7 +245,7 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
             x, U = np.linalg.eigh(np.where(live[:, None, None], X, np.eye(n2)))
         obs["S"][r] = (x[:, -1] - x[:, 0]) / (n2 - 1)
         x_rec[r] = x
-        if moments == "all" or r in (0, n_rec - 1):
+        if moments == "all" or r == n_rec - 1 or (moments == "ends" and r == 0):
             grad, mean, var, gg = _kernels.gradient_moments(W2, A1m, Ym, W3, np.ascontiguousarray(U))
             obs["grad_norm"][r] = np.sqrt(np.sum(grad ** 2, axis=(1, 2)))
             if sharpness_samples is not None:
