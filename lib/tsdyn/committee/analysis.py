@@ -1,5 +1,7 @@
 """Quantities read off simulated or integrated runs (escape times, stationary errors, gaps)."""
 
+import math
+
 import numpy as np
 
 from ..stats import batch_means
@@ -250,3 +252,107 @@ def spread(x):
     m2, m3, m4 = (c ** 2).mean(), (c ** 3).mean(), (c ** 4).mean()
     return (float(x.mean()), float(x.std(ddof=1) / np.sqrt(n)), float(x.std(ddof=1)),
             float(np.sqrt(max(m4 - m2 ** 2, 0.0) / n) / (2 * np.sqrt(m2))), float(m3 / m2 ** 1.5))
+
+
+def log_binned_mean(t, y, edges):
+    """Mean of ``y`` over the recorded times in each bin ``[edges[j], edges[j+1])``.
+
+    Used to read a noisy run's eps_g(t) on a logarithmic time axis (Fig. 2a at late
+    times): each bin averages the records inside it. A bin without records is NaN.
+
+    Parameters
+    ----------
+    t : ndarray, shape (n,)
+        Recorded times (SGD steps / N).
+    y : ndarray, shape (n,) or (..., n)
+        Values at those times; the last axis is time.
+    edges : ndarray, shape (n_bins + 1,)
+        Increasing bin edges; the last bin includes its right edge.
+
+    Returns
+    -------
+    centres : ndarray, shape (n_bins,)
+        Geometric centres sqrt(edges[j] edges[j+1]) (arithmetic where an edge is 0).
+    means : ndarray, shape (..., n_bins)
+    """
+    t, y, edges = np.asarray(t, float), np.asarray(y, float), np.asarray(edges, float)
+    if edges.ndim != 1 or edges.size < 2 or np.any(np.diff(edges) <= 0):
+        raise ValueError(f"edges must be an increasing 1-d array of at least 2 values; got {edges}")
+    if y.shape[-1] != t.size:
+        raise ValueError(f"y's last axis ({y.shape[-1]}) must match t ({t.size})")
+    lo, hi = edges[:-1], edges[1:]
+    centres = np.where(lo > 0, np.sqrt(np.abs(lo * hi)), (lo + hi) / 2)
+    means = np.full(y.shape[:-1] + (lo.size,), np.nan)
+    for j in range(lo.size):
+        inside = (t >= lo[j]) & ((t < hi[j]) | ((j == lo.size - 1) & (t == hi[j])))
+        if inside.any():
+            means[..., j] = y[..., inside].mean(-1)
+    return centres, means
+
+
+def arrangement_agreement(sgd, ode, arr_sgd, arr_ode, *, excess=0.0, excess_se=0.0):
+    """Paired SGD-ODE comparison of late errors, per final arrangement of the units.
+
+    Pairs (a run and the ODE from its start) are grouped by arrangement; only pairs
+    whose run and ODE end in the same arrangement enter its paired test. With
+    d_i = sgd_i - (1 + excess) ode_i, the statistic is
+
+        z = mean(d) / sqrt(s_d^2 / n + (excess_se * mean(ode))^2),
+
+    s_d the standard deviation of d over the n pairs: SGD's finite-N excess over the
+    ODE (a relative ``excess`` with error ``excess_se``, measured where there is a
+    single arrangement) is allowed for, and its error counted.
+
+    Parameters
+    ----------
+    sgd, ode : ndarray, shape (n,)
+        Late errors of each run and of the ODE from its start.
+    arr_sgd, arr_ode : ndarray, shape (n, M + 1)
+        Final arrangements (:func:`unit_arrangement`).
+    excess, excess_se : float
+        Relative finite-N excess of SGD over the ODE and its standard error.
+
+    Returns
+    -------
+    list of dict
+        One per arrangement reached by a run or an ODE, in decreasing order:
+        ``arrangement`` (tuple), ``runs``, ``odes`` (how many end in it), ``pairs``
+        (both end in it), ``sgd``, ``ode`` (means over those pairs), ``ratio``
+        (sgd / ode), ``z`` (NaN with fewer than two pairs).
+    """
+    sgd, ode = np.asarray(sgd, float), np.asarray(ode, float)
+    arr_sgd, arr_ode = np.asarray(arr_sgd), np.asarray(arr_ode)
+    if not (sgd.shape == ode.shape == arr_sgd.shape[:1] == arr_ode.shape[:1]):
+        raise ValueError("sgd, ode, arr_sgd and arr_ode must describe the same pairs")
+    if not excess_se >= 0:
+        raise ValueError(f"excess_se must be >= 0; got {excess_se}")
+    out = []
+    for arr in sorted({tuple(a) for a in np.concatenate([arr_sgd, arr_ode]).tolist()}, reverse=True):
+        in_s, in_o = np.all(arr_sgd == arr, -1), np.all(arr_ode == arr, -1)
+        both = in_s & in_o
+        n = int(both.sum())
+        row = {"arrangement": arr, "runs": int(in_s.sum()), "odes": int(in_o.sum()), "pairs": n,
+               "sgd": np.nan, "ode": np.nan, "ratio": np.nan, "z": np.nan}
+        if n:
+            s, o = sgd[both].mean(), ode[both].mean()
+            row.update(sgd=float(s), ode=float(o), ratio=float(s / o))
+        if n > 1:
+            d = sgd[both] - (1.0 + excess) * ode[both]
+            se = math.hypot(d.std(ddof=1) / math.sqrt(n), excess_se * ode[both].mean())
+            row["z"] = float(d.mean() / se)
+        out.append(row)
+    return out
+
+
+def log_interp(t, y, times):
+    """``y`` at ``times``, interpolated linearly in ln t between the recorded ``t``.
+
+    For reading an ODE integrated on a log grid at chosen multiples of a run's length.
+    Times outside ``[t[0], t[-1]]`` raise (no extrapolation).
+    """
+    t, y, times = np.asarray(t, float), np.asarray(y, float), np.atleast_1d(np.asarray(times, float))
+    if np.any(t <= 0) or np.any(np.diff(t) <= 0):
+        raise ValueError("t must be increasing and > 0 (a log axis)")
+    if np.any(times < t[0] * (1 - 1e-12)) or np.any(times > t[-1] * (1 + 1e-12)):
+        raise ValueError(f"times {times} outside the recorded [{t[0]}, {t[-1]}]")
+    return np.interp(np.log(times), np.log(t), y)

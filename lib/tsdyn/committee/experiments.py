@@ -13,8 +13,8 @@ import xarray as xr
 
 from .. import _seeds, _validate
 from ..stats import critical_batch
-from .analysis import (escape_time, growth_rate, max_gap, plateau_stats, stationary_error,
-                       unit_arrangement, weight_imbalance)
+from .analysis import (escape_time, growth_rate, log_binned_mean, max_gap, plateau_stats,
+                       stationary_error, unit_arrangement, weight_imbalance)
 from .diffusion import diffuse
 from .params import Params
 from .sampler import initial_overlaps, sample_overlaps
@@ -144,7 +144,8 @@ def _spare_norm(ds, n_spare):
     return float(np.diag(end.Q.values)[spare].max())
 
 
-def asymptotic_error(*, seed, t_max, n_points=400, later=10.0, method="overlaps", **params):
+def asymptotic_error(*, seed, t_max, n_points=400, later=10.0, extend=100.0, n_bins=10,
+                     method="overlaps", **params):
     """The error an SCM with label noise settles at: one run, its ODE, and the closed form.
 
     The run and the ODE from its own start are averaged over the second half, t in
@@ -154,6 +155,12 @@ def asymptotic_error(*, seed, t_max, n_points=400, later=10.0, method="overlaps"
     (:func:`eg_star_linear_scm`) for linear networks. Stationarity is measured twice: the
     run's means over [t/2, 3t/4) and [3t/4, t] in units of their batch-means errors, and
     the ODE's value at ``later`` times t_max relative to its window mean.
+
+    The approach is also returned on a logarithmic time axis, relative to the closed
+    form: the run's eps_g averaged over ``n_bins`` geometric bins from t_max / 100 to
+    t_max (:func:`log_binned_mean`), and the ODE from the run's start continued to
+    ``extend`` times t_max (Fig. 2a at late times, where the noiseless fixed point is
+    degenerate and the approach is slow).
 
     Returns
     -------
@@ -165,10 +172,16 @@ def asymptotic_error(*, seed, t_max, n_points=400, later=10.0, method="overlaps"
         aligned with the teacher at the end (0 when they are switched off);
         ``noise_free``: eps_g of the ODE continued from its end state for t_max without
         label noise, over its window mean (near 1 for an imperfect fixed point whose
-        error the noise does not cause; near 0 when the error is the noise's).
+        error the noise does not cause; near 0 when the error is the noise's);
+        ``curve_t``, ``curve_sgd``: bin centres and the run's bin means of eps_g over
+        the closed form; ``ode_t``, ``curve_ode``: a log grid from t_max / 100 to
+        extend * t_max and the ODE's eps_g over the closed form on it.
     """
     if not later > 1.0:
         raise ValueError(f"later must be > 1 (a multiple of t_max), got {later}")
+    if not extend >= 1.0:
+        raise ValueError(f"extend must be >= 1 (a multiple of t_max), got {extend}")
+    _validate.integer("n_bins", n_bins, low=1, doc="number of log-time bins of the run")
     p = Params(**params)
     run = simulate(p, t_max, seed=seed, n_points=n_points, method=method)
     theory = ode(p, init=run)
@@ -187,7 +200,14 @@ def asymptotic_error(*, seed, t_max, n_points=400, later=10.0, method="overlaps"
     # continued without label noise: what is left is not the noise's
     noise_free = float(ode(dataclasses.replace(p, sigma=0.0), t_eval=[0.0, t_max], **from_end).eg[-1])
     n_spare = max(p.K - p.M, 0)
-    return {"sgd": sgd, "sgd_se": sgd_se, "ode": ode_mean, "closed": closed,
+    curve_t, curve_sgd = log_binned_mean(run.t.values, run.eg.values,
+                                         np.geomspace(t_max / 100, t_max, n_bins + 1))
+    # the ODE from the run's start again, on a log grid far past the run (cheap: LSODA)
+    ode_t = np.geomspace(t_max / 100, extend * t_max, 20 * max(int(round(math.log10(extend))), 1) + 41)
+    curve_ode = ode(p, init=run, t_eval=np.r_[0.0, ode_t]).eg.values[1:]
+    return {"curve_t": curve_t, "curve_sgd": curve_sgd / closed, "ode_t": ode_t,
+            "curve_ode": curve_ode / closed,
+            "sgd": sgd, "sgd_se": sgd_se, "ode": ode_mean, "closed": closed,
             "sgd_drift_z": (second - first) / math.hypot(first_se, second_se),
             "ode_drift": ode_second / ode_first - 1, "ode_later": ode_later / ode_mean - 1,
             "spare_sgd": _spare_norm(run, n_spare), "spare_ode": _spare_norm(theory, n_spare),
