@@ -5,9 +5,9 @@ asymptotic formulas, and the finite-N diffusion of :mod:`.diffusion`) share only
 """
 
 from . import diffusion
-from .analysis import (decay_rate, escape_time, gap_exponents, growth_rate, log_ratio_drift, max_gap,
-                       paired_log_ratio, plateau_stats, spread, stationary_error, unit_arrangement,
-                       weight_imbalance)
+from .analysis import (arrangement_agreement, decay_rate, escape_time, gap_exponents, growth_rate,
+                       log_binned_mean, log_interp, log_ratio_drift, max_gap, paired_log_ratio,
+                       plateau_stats, spread, stationary_error, unit_arrangement, weight_imbalance)
 from .experiments import (asymptotic_error, both_layers_ode_limit, both_layers_run,
                           linear_growth_rate, plateau_escape, plateau_fluctuations, run_with_ode,
                           scaling_rule_scan, sgd_ode_gap)
@@ -45,5 +45,6 @@ __all__ = [
     "unit_arrangement", "weight_imbalance", "both_layers_run", "both_layers_ode_limit",
     "plateau_escape", "sgd_ode_gap", "linear_growth_rate", "asymptotic_error", "run_with_ode",
     "scaling_rule_scan", "diffusion", "diffuse", "step_covariance", "linear_escape_cdf",
-    "plateau_fluctuations", "gap_exponents", "spread",
+    "plateau_fluctuations", "gap_exponents", "spread", "arrangement_agreement", "log_binned_mean",
+    "log_interp",
 ]
