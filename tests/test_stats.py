@@ -163,6 +163,9 @@ def test_log_crossing_interpolates_in_log_x():
     assert log_crossing(x, np.log2(x) / 4, 0.5) == pytest.approx(4.0)
     assert np.isnan(log_crossing(x, np.zeros(4), 0.5))  # not reached within the scan: nan
     assert log_crossing(x, np.ones(4), 0.5) == 1.0
+    # the caller's markers for a crossing before the scan and for none within it
+    assert log_crossing(x, np.ones(4), 0.5, at_start=-np.inf) == -np.inf
+    assert log_crossing(x, np.zeros(4), 0.5, never=np.inf) == np.inf
     with pytest.raises(ValueError, match="increasing"):
         log_crossing(x[::-1], np.ones(4), 0.5)
 

@@ -187,11 +187,12 @@ def rms_t_expected(dofs):
     return float(np.sqrt(np.mean(dofs / (dofs - 2))))
 
 
-def log_crossing(x, y, level):
+def log_crossing(x, y, level, *, at_start=None, never=float("nan")):
     """The first x at which y reaches ``level`` from below, interpolated linearly in log x.
 
-    ``x`` increasing and positive. Returns ``x[0]`` if y starts at or above the level, and
-    ``nan`` if it never reaches it (a crossing outside the scan is reported, not invented).
+    ``x`` increasing and positive. If y starts at or above the level the crossing lies at or
+    before ``x[0]``: returns ``at_start`` if given, else ``x[0]``. If y never reaches the level,
+    returns ``never`` (nan by default: a crossing outside the scan is reported, not invented).
     """
     x, y = np.asarray(x, float), np.asarray(y, float)
     if x.ndim != 1 or x.shape != y.shape or len(x) < 2:
@@ -200,10 +201,10 @@ def log_crossing(x, y, level):
         raise ValueError("x must be positive and increasing")
     above = np.flatnonzero(y >= level)
     if len(above) == 0:
-        return float("nan")
+        return float(never)
     i = int(above[0])
     if i == 0:
-        return float(x[0])
+        return float(x[0] if at_start is None else at_start)
     lx0, lx1 = np.log(x[i - 1]), np.log(x[i])
     frac = (level - y[i - 1]) / (y[i] - y[i - 1])
     return float(np.exp(lx0 + frac * (lx1 - lx0)))

@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 
 from .. import _validate
+from ..stats import log_crossing
 
 
 def _pair(student, teacher, support):
@@ -172,23 +173,13 @@ def width_floor(m, m_c, lo=0.2, hi=0.8):
 
 def crossing(m, fraction, level=0.5):
     """First m at which the fraction crosses ``level`` upwards, linearly interpolated
-    in log m between the two grid points around the crossing.
+    in log m between the two grid points around the crossing (:func:`tsdyn.stats.log_crossing`).
 
     The fraction below the first grid point (or above the last) is not known, so
-    a curve already at or above ``level`` at the first point gives ``m[0]`` with
-    ``-inf`` flagged by the caller, and one never reaching it gives ``inf``.
+    a curve already at or above ``level`` at the first point gives ``-inf`` (flagged by
+    the caller), and one never reaching it gives ``inf``.
     """
-    m = np.asarray(m, float)
-    f = np.asarray(fraction, float)
-    above = np.nonzero(f >= level)[0]
-    if len(above) == 0:
-        return np.inf
-    k = above[0]
-    if k == 0:
-        return -np.inf
-    x0, x1 = np.log(m[k - 1]), np.log(m[k])
-    f0, f1 = f[k - 1], f[k]
-    return float(np.exp(x0 + (level - f0) / (f1 - f0) * (x1 - x0)))
+    return log_crossing(m, fraction, level, at_start=-np.inf, never=np.inf)
 
 
 def _bootstrap_spread(boot):
