@@ -13,7 +13,7 @@ import numpy as np
 import xarray as xr
 
 from .. import __version__, _validate
-from . import _absorb_kernels, _seeds
+from . import _kernels, _seeds
 from .greedy import SCHEDULES, _Model, draw_sweeps, record_sweeps, sweep_block, sweep_streams
 from .params import Params
 
@@ -79,7 +79,7 @@ def absorption_time(params, budget, *, seed, n_points=16, schedule="permutation"
             n = min(block, target - done)
             X, order, bits = draw_sweeps(params, streams, n, schedule)
             accepted, batch_loss = np.empty(n, np.int64), np.empty(n)
-            made, wrong = _absorb_kernels.greedy2_until_teacher(
+            made, wrong = _kernels.greedy2_until_teacher(
                 *model.t_in, *model.t_out, *model.s_in, *model.s_out, model.hid_out, model.hid_slot,
                 X, order, bits, params.a, params.mismatched, target_in, target_out, accepted, batch_loss)
             done += made
