@@ -111,3 +111,30 @@ def test_passage_point_declines_where_the_grid_is_too_coarse():
     assert not r["grid_ok"] and np.isnan(r["passed"]) and r["grid_needed"] > 801
     h = 2.0 / 800
     assert h * h / 4 > experiments.PASSAGE_GRID_VAR * r["s2"]
+
+
+def test_anchored_kernel_is_the_sampled_kernel_and_carries_a_passage_by_fluctuations():
+    """Below the noise boundary (projected SGD, He2, d = 128, n_b = 11, delta = 0.19, 0.15 under the
+    finite-d noise root 0.34; gamma = 0.06) the deterministic dynamics settle below eta and runs pass it
+    only by fluctuations, so the passage is decided by the tails of the one-step law. With the step
+    computed at 33 anchors and interpolated per batch the kernel is the one sampled at every grid point
+    (same batches: the interpolation error, measured 0.001 in P, must stay below a quarter of the law's
+    own Monte Carlo error, 0.02 at 8000 batches); with 3 anchors it is not (power). With 32000 batches
+    the law's probability of passing within 800 steps meets the fraction of 300 SGD runs within 3
+    combined errors (measured 0.19-0.21 against 0.18 +- 0.02; a kernel with only the step's mean and
+    variance gives 0.57 here)."""
+    p = experiments.scaling_params(d=128, ell=2, mu=0.5, delta=0.19, variant="projected", gamma0=0.15)
+    full = theory.first_passage(p, 800, n_batches=8000, grid=801, seed=61)
+    se = float(full.passed_se[-1])
+    assert abs(float(theory.first_passage(p, 800, n_batches=8000, grid=801, seed=61, anchors=33).passed[-1])
+               - float(full.passed[-1])) <= 0.25 * se
+    assert abs(float(theory.first_passage(p, 800, n_batches=8000, grid=801, seed=61, anchors=3).passed[-1])
+               - float(full.passed[-1])) > 0.25 * se
+    law = theory.first_passage(p, 800, n_batches=32000, grid=801, seed=62, anchors=33)
+    T = np.array([sgd_recovery_time(p, 800, seed=7000 + s)["T"] for s in range(300)])
+    frac = np.isfinite(T).mean()
+    assert 0.05 < frac < 0.5  # the point is below the boundary: a minority passes
+    assert abs(float(law.passed[-1]) - frac) <= 3 * np.hypot(float(law.passed_se[-1]),
+                                                             np.sqrt(frac * (1 - frac) / T.size))
+    with pytest.raises(ValueError, match="anchors"):
+        theory.first_passage(p, 5, n_batches=64, anchors=2)

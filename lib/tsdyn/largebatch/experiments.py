@@ -369,7 +369,7 @@ PASSAGE_GRID_VAR = 0.05
 
 
 def passage_point(*, d, ell, mu, delta, budget, variant="projected", gamma0=0.1, n0=1.0, eta=0.5,
-                  n_batches=8000, grid=801, seed=0):
+                  n_batches=8000, grid=801, seed=0, anchors=None):
     """The probability that a run of :func:`scaling_params` from m0 = d^-1/2 has reached |m| >= eta
     within ``budget`` steps, from the law absorbed at eta (:func:`theory.first_passage`), where the grid
     resolves a step: h^2 / 4 <= :data:`PASSAGE_GRID_VAR` s^2, h = 2 / (grid - 1), s^2 the variance of m'
@@ -379,7 +379,8 @@ def passage_point(*, d, ell, mu, delta, budget, variant="projected", gamma0=0.1,
     condition asks for), and where ``grid_ok``: ``passed`` = P(T <= budget) with its Monte Carlo error
     ``passed_se``, the median first passage ``t_median`` with ``t_median_se``, and ``groups_ok``: whether
     the 16 kernel groups' P(T <= budget) average to the whole kernel's within 3 of its errors (the
-    condition for those errors to hold, :func:`theory.first_passage`); nan / False otherwise."""
+    condition for those errors to hold, :func:`theory.first_passage`); nan / False otherwise. ``anchors``:
+    as :func:`theory.first_passage` (the step computed at that many overlaps and interpolated per batch)."""
     import numpy as np
     p = scaling_params(d=d, ell=ell, mu=mu, delta=delta, variant=variant, gamma0=gamma0, n0=n0, eta=eta)
     mp, mp2 = theory._batch_step_samples(p, (p.m0,), 4000, 24, np.random.default_rng(seed), squares=True)
@@ -390,7 +391,7 @@ def passage_point(*, d, ell, mu, delta, budget, variant="projected", gamma0=0.1,
            "grid_needed": need, "passed": np.nan, "passed_se": np.nan, "t_median": np.nan, "t_median_se": np.nan,
            "groups_ok": False}
     if out["grid_ok"]:
-        fp = theory.first_passage(p, int(budget), n_batches=n_batches, grid=grid, seed=seed + 1)
+        fp = theory.first_passage(p, int(budget), n_batches=n_batches, grid=grid, seed=seed + 1, anchors=anchors)
         P, se = float(fp.passed[-1]), float(fp.passed_se[-1])
         out.update(passed=P, passed_se=se, t_median=float(fp.t_median), t_median_se=float(fp.t_median_se),
                    groups_ok=bool(abs(float(fp.passed_groups[:, -1].mean()) - P) <= 3 * se))

@@ -983,20 +983,45 @@ def _deposit(values, weights, n):
             + np.bincount(j + 1, weights * frac, minlength=n))
 
 
-def _law_kernels(params, x, per_group, n_groups, n_chi, rng, sources=None):
+def _law_kernels(params, x, per_group, n_groups, n_chi, rng, sources=None, anchors=None):
     """One-step transition matrices of the overlap on the grid ``x`` (rows: from, columns: to): the average
     kernel first, then one per group of ``per_group`` batches. Row i is the law of m' from m = x[i], each
     batch's m' at the chi-square rule's nodes deposited with the rule's weights (:func:`_deposit`). A batch's
     Gaussian coordinates serve every row (common random numbers: rows vary smoothly with m). ``sources``
-    (default ``x``) are the overlaps the rows start from."""
+    (default ``x``) are the overlaps the rows start from.
+
+    ``anchors`` (increasing overlaps spanning ``sources``): the step is computed only there, and each
+    batch's m' at a source between two anchors is the linear interpolation of that batch's m' at the two
+    (per chi-square node). The kernel keeps each batch's whole step, so its shape, skewness and tails
+    included, and the cost of the step, n_b per batch, is paid at the anchors only."""
     n = x.size
     sources = x if sources is None else sources
     K = np.zeros((n_groups + 1, sources.size, n))
     per = max(1, min(2 ** 21 // params.n_b, 2 ** 22 // n_chi))  # chunk: about 2M samples, 4M ratio values
+    if anchors is not None:
+        anchors = np.asarray(anchors, float)
+        if anchors.ndim != 1 or anchors.size < 2 or np.any(np.diff(anchors) <= 0) or \
+                sources.min() < anchors[0] or sources.max() > anchors[-1]:
+            raise ValueError("anchors must be increasing overlaps (at least two) spanning the sources")
+        j = np.clip(np.searchsorted(anchors, sources, side="right") - 1, 0, anchors.size - 2)
+        w = ((sources - anchors[j]) / (anchors[j + 1] - anchors[j]))[:, None, None]
     for group in range(1, n_groups + 1):
-        for i, m, beta, alpha, f2 in _batch_sums(params, sources, per_group, rng, per):
+        if anchors is None:
+            for i, m, beta, alpha, f2 in _batch_sums(params, sources, per_group, rng, per):
+                v, wk = _step_ratio_nodes(params, m, beta, alpha, f2, n_chi)
+                K[group, i] += _deposit(v.ravel(), np.broadcast_to(wk, v.shape).ravel(), n)
+            continue
+        at = []
+        for k, m, beta, alpha, f2 in _batch_sums(params, anchors, per_group, rng, per):
             v, wk = _step_ratio_nodes(params, m, beta, alpha, f2, n_chi)
-            K[group, i] += _deposit(v.ravel(), np.broadcast_to(wk, v.shape).ravel(), n)
+            at.append(v)
+            if k < anchors.size - 1:
+                continue
+            at = np.array(at)  # (anchors, chunk batches, n_chi)
+            for i in range(sources.size):
+                vi = (1.0 - w[i]) * at[j[i]] + w[i] * at[j[i] + 1]
+                K[group, i] += _deposit(vi.ravel(), np.broadcast_to(wk, vi.shape).ravel(), n)
+            at = []
     K /= per_group
     K[0] = K[1:].mean(axis=0)
     return K
@@ -1051,7 +1076,8 @@ def _law_recursion(params, m, record, n_grid, n_batches, seed, n_groups=16, n_ch
     return out_m, out_v, out_se, t_rec, x, out_p[0], out_p[1:]
 
 
-def first_passage(params, steps, *, m0=None, grid=801, n_batches=20000, seed=0, n_groups=16, n_chi=24):
+def first_passage(params, steps, *, m0=None, grid=801, n_batches=20000, seed=0, n_groups=16, n_chi=24,
+                  anchors=None):
     """Law of the first-passage time T = min{t : |m_t| >= eta} of one-pass SGD (p = k = 1, no label
     noise), from the overlap m0 (default ``params.m0``), for ``steps`` steps: the chain of
     ``dynamics(method="law")`` (:func:`_law_recursion`) made absorbing at |m| = eta.
@@ -1078,6 +1104,12 @@ def first_passage(params, steps, *, m0=None, grid=801, n_batches=20000, seed=0, 
         ``t_median_se`` (spread of the groups' medians / sqrt(n_groups); nan if a group does not cross) and
         the groups' medians ``t_median_groups`` (group).
 
+    ``anchors`` (an integer, default None: every live grid point): compute the step at that many equally
+    spaced overlaps on [-eta, eta] and interpolate each batch's m' linearly in between
+    (:func:`_law_kernels`); the kernel keeps each batch's whole step (its shape and tails, which decide a
+    passage by fluctuations), and the cost of the steps falls from (live grid points) to ``anchors`` times
+    n_batches n_b samples.
+
     These errors are first order in the kernel's noise, and the drift of a step is a small part of its
     spread when gamma is small, so a group's kernel can be far off in its drift: the errors hold only where
     the groups' own statistics scatter around the whole kernel's (their mean within their error of it). At
@@ -1100,8 +1132,11 @@ def first_passage(params, steps, *, m0=None, grid=801, n_batches=20000, seed=0, 
     live = np.abs(x) < params.eta
     if abs(m0) >= params.eta:
         raise ValueError(f"m0 (start overlap) must satisfy |m0| < eta = {params.eta}; got {m0}")
+    if anchors is not None:
+        _validate.integer("anchors", anchors, low=3, doc="overlaps on [-eta, eta] at which the step is computed")
+        anchors = np.linspace(-params.eta, params.eta, anchors)
     K = _law_kernels(params, x, n_batches // n_groups, n_groups, n_chi, np.random.default_rng(seed),
-                     sources=x[live])[:, :, live]
+                     sources=x[live], anchors=anchors)[:, :, live]
     law = np.tile(_deposit(np.array([float(m0)]), np.ones(1), grid)[live], (n_groups + 1, 1, 1))
     alive = np.empty((n_groups + 1, steps + 1))
     alive[:, 0] = law.sum(axis=(1, 2))
