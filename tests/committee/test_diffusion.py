@@ -239,3 +239,71 @@ def test_gap_exponents_recovers_a_power_law():
     gaps = Ns[:, None, None] ** a * rng.lognormal(0.0, 0.5, size=(4, 64, 2))
     slope, se = committee.gap_exponents(Ns, gaps)
     assert np.all(np.abs(slope - a) < 3.3 * se)
+
+
+# --- arrangements of Fig. 3 (both layers trained): paths from a run's start, and the test --------
+
+
+def _synthetic_arrangements(rng, n, P, law_runs, n_cat=3):
+    """n starts with their own law over n_cat arrangements (Dirichlet), P paths each from that
+    law, one run each from ``law_runs(q)``, and the ODE's arrangement (the likeliest)."""
+    q = rng.dirichlet(np.full(n_cat, 0.7), size=n)
+    draw = lambda qi, size: rng.choice(n_cat, size=size, p=qi)
+    paths = np.stack([draw(qi, P) for qi in q])[..., None]
+    runs = np.array([draw(law_runs(qi), 1)[0] for qi in q])[:, None]
+    ode = q.argmax(1)[:, None]
+    return runs, paths, ode
+
+
+def test_arrangement_test_is_exact_and_rejects_the_ode_alone():
+    """Runs drawn from the paths' own law pass at about the nominal rate (the test is exact under
+    exchangeability: at most 5% + 3 binomial s.e. of 60 data sets below p = 0.05); runs that always
+    end on the ODE's arrangement (the ODE alone as the model) fail when the paths often do not."""
+    rng = np.random.default_rng(5)
+    same = [committee.arrangement_test(*_synthetic_arrangements(rng, 32, 2, lambda q: q), n_perm=400,
+                                       seed=k)["p"] for k in range(60)]
+    assert np.mean(np.array(same) < 0.05) < 0.05 + 3 * math.sqrt(0.05 * 0.95 / 60)
+    one_hot = lambda q: np.eye(len(q))[q.argmax()]
+    runs, paths, ode = _synthetic_arrangements(rng, 64, 4, one_hot)
+    out = committee.arrangement_test(runs, paths, ode, n_perm=2000, seed=1)
+    assert out["m_run"] == 1.0 and out["m_path"] < 0.8
+    assert out["p"] < 1e-3
+
+
+def test_arrangement_probabilities_cover_at_the_stated_level():
+    """95% intervals: one outcome per start (Wilson) and several correlated paths per start (Wilson
+    at the effective number of draws) cover the true probability in 95% +- 3 binomial s.e. of
+    400 data sets."""
+    rng = np.random.default_rng(6)
+    cats = np.array([[0], [1], [2]])
+    base = np.array([0.6, 0.3, 0.1])
+    for P in (1, 3):
+        hits = []
+        for _ in range(400):
+            q = rng.dirichlet(20 * base, size=40)  # per-start laws around the common one
+            x = np.stack([rng.choice(3, size=P, p=qi) for qi in q])[..., None]
+            p, lo, hi = committee.arrangement_probabilities(x, cats)
+            hits.append((lo <= base) & (base <= hi))
+        cover = np.mean(hits, 0)
+        assert np.all(np.abs(cover - 0.95) < 3 * math.sqrt(0.05 * 0.95 / 400) + 0.01), (P, cover)
+
+
+def test_diffusion_arrangements_start_from_the_runs_start():
+    """A path with the noise switched off (noise_N = 1e15) from the start of run j of a sweep ends
+    where the ODE from that run's start ends, and the fastest rate it reports is that of the ODE
+    at its end (so the start is the run's, and the rate is read at the path's end)."""
+    p3 = dict(N=100, M=2, K=3, eta=0.1, sigma=0.01, v_star=4.0, v_init=0.1)
+    root = np.random.SeedSequence(400, spawn_key=(1,))
+    p = committee.Params(**p3, train_second_layer=True)
+    for j in (0, 1):
+        run = committee.simulate(p, 0.01, seed=np.random.SeedSequence(400, spawn_key=(1, j)),
+                                 n_points=2, method="overlaps")
+        theory = committee.ode(p, init=run, t_eval=[0.0, 2000.0])
+        end = theory.isel(t=-1)
+        out = committee.diffusion_arrangements(seed=7, start=j, start_seed=root, **p3, t_max=2000.0,
+                                               paths=1, dt=1.0, noise_N=10 ** 15)
+        assert tuple(out["arr"][0]) == committee.unit_arrangement(end.R.values, end.v.values)
+        rate = committee.fastest_rate(p, end.Q.values, end.R.values, theory.T.values, end.v.values)
+        assert out["rate"][0] == pytest.approx(rate, rel=1e-3)
+    with pytest.raises(ValueError, match="paths"):
+        committee.diffusion_arrangements(seed=7, start=0, start_seed=root, **p3, t_max=10.0, paths=0)

@@ -5,16 +5,16 @@ asymptotic formulas, and the finite-N diffusion of :mod:`.diffusion`) share only
 """
 
 from . import diffusion
-from .analysis import (arrangement_agreement, decay_rate, escape_time, gap_exponents, growth_rate,
+from .analysis import (arrangement_agreement, arrangement_probabilities, arrangement_test, decay_rate, escape_time, gap_exponents, growth_rate,
                        log_binned_mean, log_interp, log_ratio_drift, max_gap, paired_log_ratio,
                        plateau_stats, spread, stationary_error, unit_arrangement, weight_imbalance)
-from .experiments import (asymptotic_error, both_layers_ode_limit, both_layers_run,
+from .experiments import (asymptotic_error, both_layers_ode_limit, both_layers_run, diffusion_arrangements,
                           linear_growth_rate, plateau_escape, plateau_fluctuations, run_with_ode,
                           scaling_rule_scan, sgd_ode_gap)
 from .params import Params
 from .sampler import initial_overlaps, one_step, sample_overlaps
 from .simulate import initial_weights, simulate, simulate_point
-from .diffusion import diffuse, linear_escape_cdf, step_covariance
+from .diffusion import diffuse, fastest_rate, linear_escape_cdf, step_covariance
 from .theory import (
     eg_star_erf_both_layers_small_eta,
     eg_star_erf_scm,
@@ -46,5 +46,6 @@ __all__ = [
     "plateau_escape", "sgd_ode_gap", "linear_growth_rate", "asymptotic_error", "run_with_ode",
     "scaling_rule_scan", "diffusion", "diffuse", "step_covariance", "linear_escape_cdf",
     "plateau_fluctuations", "gap_exponents", "spread", "arrangement_agreement", "log_binned_mean",
-    "log_interp",
+    "log_interp", "arrangement_probabilities", "arrangement_test", "diffusion_arrangements",
+    "fastest_rate",
 ]

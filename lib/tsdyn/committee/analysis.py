@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 
+from .. import _validate
 from ..stats import batch_means
 
 
@@ -356,3 +357,126 @@ def log_interp(t, y, times):
     if np.any(times < t[0] * (1 - 1e-12)) or np.any(times > t[-1] * (1 + 1e-12)):
         raise ValueError(f"times {times} outside the recorded [{t[0]}, {t[-1]}]")
     return np.interp(np.log(times), np.log(t), y)
+
+
+def _category_codes(*arrays):
+    """Integer codes of the rows of the last axis of each array, over the rows of all of them."""
+    rows = np.concatenate([np.asarray(a).reshape(-1, np.shape(a)[-1]) for a in arrays])
+    cats, inv = np.unique(rows, axis=0, return_inverse=True)
+    out, i = [], 0
+    for a in arrays:
+        n = int(np.prod(np.shape(a)[:-1]))
+        out.append(inv.ravel()[i:i + n].reshape(np.shape(a)[:-1]))
+        i += n
+    return cats, out
+
+
+def arrangement_probabilities(outcomes, categories, *, level=0.95):
+    """The probability of each arrangement, with its interval, from outcomes grouped by start.
+
+    ``outcomes`` (n_starts, n_per_start, d): the final arrangements (rows of d integers, e.g.
+    the student size followed by :func:`unit_arrangement`) of ``n_per_start`` runs or paths
+    from each of ``n_starts`` independent starts; ``categories`` (C, d): the arrangements to
+    report. P_c is the fraction of all outcomes in c. With one outcome per start the outcomes
+    are independent and the interval is Wilson's score interval for n_starts trials. With
+    several, outcomes from one start are correlated, and the variance of P_c is the cluster
+    estimator Var = s_c^2 / n_starts, s_c^2 the variance over starts of the per-start fraction
+    in c; the Wilson interval is then taken at the effective number of trials
+    P_c (1 - P_c) / Var, kept between n_starts and n_starts n_per_start (the latter when Var
+    is 0).
+
+    Returns
+    -------
+    p, lo, hi : ndarray, shape (C,)
+    """
+    from scipy.stats import norm
+
+    outcomes = np.asarray(outcomes)
+    categories = np.asarray(categories)
+    if outcomes.ndim != 3 or categories.ndim != 2 or outcomes.shape[-1] != categories.shape[-1]:
+        raise ValueError(f"outcomes must be (n_starts, n_per_start, d) and categories (C, d); got "
+                         f"{outcomes.shape} and {categories.shape}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1); got {level}")
+    n, k = outcomes.shape[:2]
+    frac = np.all(outcomes[:, :, None, :] == categories[None, None], axis=-1).mean(1)  # (n, C)
+    p = frac.mean(0)
+    if k == 1 or n < 2:
+        n_eff = np.full(len(p), float(n))
+    else:
+        var = frac.var(0, ddof=1) / n
+        with np.errstate(divide="ignore", invalid="ignore"):
+            n_eff = np.where(var > 0, p * (1 - p) / var, n * k)
+        n_eff = np.clip(n_eff, n, n * k)
+    z = norm.isf((1 - level) / 2)
+    centre = (p + z ** 2 / (2 * n_eff)) / (1 + z ** 2 / n_eff)
+    half = z / (1 + z ** 2 / n_eff) * np.sqrt(p * (1 - p) / n_eff + z ** 2 / (4 * n_eff ** 2))
+    return p, np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+
+
+def arrangement_test(runs, paths, ode, *, n_perm=20000, seed=0):
+    """Do runs end in the arrangements that a model's paths from the same starts end in?
+
+    A stratified permutation test. Start i has one run (``runs[i]``, d integers), ``P`` paths of
+    a model of its fluctuations from the same start (``paths[i]``, e.g. the diffusion (D2) of
+    :func:`tsdyn.committee.diffusion_arrangements`) and the arrangement of the ODE from that
+    start (``ode[i]``). If the model is right, the run and the paths of one start are P + 1
+    exchangeable draws of one law, so any reassignment of which of them plays the run is as
+    likely as the observed one; the test draws ``n_perm`` such reassignments, start by start.
+    Two statistics, each against its permutation law:
+
+    * the distance of the pooled distributions over arrangements,
+      D = sum_c (p_c^run - p_c^path)^2 / p_c^all (a chi-square distance);
+    * the difference of the fractions that end where the ODE from the same start ends,
+      |m^run - m^path| (the ODE alone predicts m = 1).
+
+    Their p-values, (1 + #{permuted >= observed}) / (1 + n_perm), are combined by Bonferroni,
+    p = min(1, 2 min(p_dist, p_match)).
+
+    Returns
+    -------
+    dict
+        ``p``, ``p_dist``, ``p_match``; ``m_run`` and ``m_path`` (fractions ending on the ODE's
+        arrangement), ``m_path_se`` (over starts); ``diff_se``: the standard deviation of
+        m^run - m^path under the permutations (the null), so that a difference of
+        ``(z_{1-alpha/4} + z_power) diff_se`` is detected with probability ``power`` at level
+        ``alpha`` (the test's power at these counts); ``n``, ``paths``.
+    """
+    runs, paths, ode = (np.asarray(a) for a in (runs, paths, ode))
+    if not (runs.ndim == 2 and paths.ndim == 3 and ode.shape == runs.shape
+            and paths.shape[0] == runs.shape[0] and paths.shape[2] == runs.shape[1]):
+        raise ValueError(f"runs and ode must be (n, d) and paths (n, P, d); got {runs.shape}, "
+                         f"{ode.shape}, {paths.shape}")
+    n, P = paths.shape[:2]
+    if n < 2:
+        raise ValueError(f"need at least two starts; got {n}")
+    _validate.integer("n_perm", n_perm, low=100, doc="random reassignments")
+    _, (codes, ode_codes) = _category_codes(np.concatenate([runs[:, None], paths], 1), ode)
+    C = int(codes.max()) + 1
+    on_ode = codes == ode_codes[:, None]  # (n, P + 1)
+    total = np.zeros(C)
+    np.add.at(total, codes.ravel(), 1.0)
+    p_all = total / total.sum()
+
+    def stats(pick):  # pick (m, n): which outcome of each start plays the run
+        run_codes = np.take_along_axis(np.broadcast_to(codes, (len(pick), n, P + 1)),
+                                       pick[..., None], -1)[..., 0]
+        c_run = np.stack([np.bincount(r, minlength=C) for r in run_codes]).astype(float)
+        p_run, p_path = c_run / n, (total - c_run) / (n * P)
+        dist = np.sum((p_run - p_path) ** 2 / np.where(p_all > 0, p_all, 1.0), axis=1)
+        m_pick = np.take_along_axis(np.broadcast_to(on_ode, (len(pick), n, P + 1)),
+                                    pick[..., None], -1)[..., 0]
+        m_run = m_pick.mean(1)
+        m_path = (on_ode.sum() - m_pick.sum(1)) / (n * P)
+        return dist, m_run - m_path
+
+    obs_dist, obs_diff = (x[0] for x in stats(np.zeros((1, n), dtype=np.int64)))
+    rng = np.random.default_rng(seed)
+    dist, diff = stats(rng.integers(0, P + 1, size=(n_perm, n)))
+    p_dist = (1 + np.sum(dist >= obs_dist * (1 - 1e-12))) / (1 + n_perm)
+    p_match = (1 + np.sum(np.abs(diff) >= abs(obs_diff) * (1 - 1e-12))) / (1 + n_perm)
+    m_start = on_ode[:, 1:].mean(1)
+    return {"p": float(min(1.0, 2 * min(p_dist, p_match))), "p_dist": float(p_dist),
+            "p_match": float(p_match), "m_run": float(on_ode[:, 0].mean()),
+            "m_path": float(m_start.mean()), "m_path_se": float(m_start.std(ddof=1) / np.sqrt(n)),
+            "diff_se": float(diff.std()), "n": int(n), "paths": int(P)}

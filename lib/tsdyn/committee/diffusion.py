@@ -233,3 +233,34 @@ def linear_escape_cdf(t, lambda_max, t_mean):
     _validate.real("lambda_max", lambda_max, low=0.0, low_open=True, doc="escape rate")
     x = -lambda_max * (np.asarray(t, float) - t_mean) - LOG_GAUSS_MEAN
     return 2.0 * norm.sf(np.exp(x))
+
+
+def fastest_rate(params, Q, R, T, v):
+    """The fastest relaxation rate of the ODE at the overlaps (Q, R, T, v): the largest modulus
+    of an eigenvalue of the Jacobian of its right-hand side f (Goldt et al. eq. 9; central
+    differences, step 1e-6, over the packed state (R, Q, v)).
+
+    It bounds the step of :func:`diffuse`: a step dt resolves the fastest mode when
+    lambda_fast dt is well below 1, and the fourth-order Runge-Kutta drift is stable up to
+    lambda_fast dt ~ 2.8 (for a real eigenvalue); the Euler-Maruyama noise of such a mode has a
+    stationary variance too large by a relative O(lambda_fast dt). The overlaps need not form
+    an exactly positive semi-definite Gram matrix (a diffusion path's are so only up to its
+    O(dt) discretisation; a switched-off unit has Q_kk near 0), so only their shapes are checked.
+    """
+    check_params(params)
+    K, M = params.K, params.M
+    Q, R, T = (np.asarray(a, float) for a in (Q, R, T))
+    v = np.broadcast_to(np.asarray(v, float), (K,)).copy()
+    if Q.shape != (K, K) or R.shape != (K, M) or T.shape != (M, M):
+        raise ValueError(f"Q, R, T must have shapes {(K, K)}, {(K, M)}, {(M, M)}; got {Q.shape}, "
+                         f"{R.shape}, {T.shape}")
+    args = _args(params, T) + (params.act, params.eta, params.eta_second, params.sigma,
+                                params.batch, params.weight_decay, params.train_second_layer)
+    y = _pack(R, Q, v)
+    n, h = len(y), 1e-6
+    J = np.empty((n, n))
+    for i in range(n):
+        e = np.zeros(n)
+        e[i] = h
+        J[:, i] = (_diffusion_kernels._rhs(y + e, *args) - _diffusion_kernels._rhs(y - e, *args)) / (2 * h)
+    return float(np.max(np.abs(np.linalg.eigvals(J))))

@@ -15,7 +15,7 @@ from .. import _seeds, _validate
 from ..stats import critical_batch
 from .analysis import (escape_time, growth_rate, log_binned_mean, max_gap, plateau_stats,
                        stationary_error, unit_arrangement, weight_imbalance)
-from .diffusion import diffuse
+from .diffusion import diffuse, fastest_rate
 from .params import Params
 from .sampler import initial_overlaps, sample_overlaps
 from .simulate import simulate
@@ -375,3 +375,57 @@ def scaling_rule_scan(*, N, K, x, batches, seeds, sigma=0.5, samples=200.0, seed
                "critical_batch_measured_hi": b_hi, "tolerance": float(tolerance),
                "N": int(N), "K": int(K), "sigma": float(sigma), "seeds": int(seeds),
                "samples": float(samples)})
+
+
+def diffusion_arrangements(*, seed, start, start_seed, N, M, K, eta, sigma, v_star, v_init, t_max,
+                           paths=1, dt=1.0, n_noise=4, noise_N=None, off=0.05):
+    """Final arrangements of paths of the diffusion (D2) from the start of one run of Fig. 3.
+
+    The start is the one of :func:`both_layers_run` with seed ``child(start_seed, start)``
+    (a sweep's replica ``start`` of root ``start_seed``): the overlaps of random Gaussian
+    weights at input dimension ``N`` (:func:`tsdyn.committee.initial_overlaps`, the draw the
+    exact sampler makes with that seed) and second-layer weights ``v_init``. From it,
+    ``paths`` independent paths of the finite-N diffusion of the overlaps,
+
+        d theta = f(theta) dt + N^(-1/2) Sigma(theta)^(1/2) dW                 (D2)
+
+    (:func:`tsdyn.committee.diffuse`; f the ODE's drift, Goldt et al. eq. 9, Sigma the
+    one-step covariance, eq. D1), run with both layers trained to ``t_max`` with step ``dt``;
+    path r draws its noise from ``child(seed, r)``. The final arrangement of each path is read
+    as in :func:`both_layers_run` (:func:`tsdyn.committee.unit_arrangement`).
+
+    ``noise_N`` (default ``N``) sets the N of the noise term alone, the start held: a control
+    that changes the strength of the fluctuations and nothing else (``noise_N`` -> infinity is
+    the ODE from the same start).
+
+    Returns
+    -------
+    dict
+        ``arr`` (paths, M + 1): the final arrangements (active units per teacher unit, sorted,
+        then units off; -1 for a path that diverged); ``diverged`` (paths,): 1 where a path
+        stopped at the divergence bound; ``rate`` (paths,): the fastest relaxation rate of the
+        ODE at the path's end (:func:`tsdyn.committee.fastest_rate`), against which ``dt`` is
+        judged (NaN for a diverged path).
+    """
+    _validate.integer("paths", paths, low=1, doc="diffusion paths from the start")
+    _validate.integer("start", start, low=0, doc="replica index of the start")
+    p = Params(N=N, M=M, K=K, eta=eta, sigma=sigma, v_star=v_star, v_init=v_init,
+               train_second_layer=True)
+    noise_N = N if noise_N is None else noise_N
+    p_noise = dataclasses.replace(p, N=noise_N)  # validates noise_N
+    G = initial_overlaps(p, _seeds.child(start_seed, start))
+    init = {"Q0": G[:K, :K], "R0": G[:K, K:], "T": G[K:, K:], "v0": np.full(K, float(v_init))}
+    arr = np.empty((paths, M + 1), dtype=np.int64)
+    diverged = np.zeros(paths, dtype=np.int64)
+    rate = np.full(paths, np.nan)
+    for r in range(paths):
+        path = diffuse(p_noise, t_max, seed=_seeds.child(seed, r), dt=dt, n_noise=n_noise,
+                       n_points=2, **init)
+        diverged[r] = int(bool(path.diverged))
+        if diverged[r]:
+            arr[r] = -1
+            continue
+        end = path.isel(t=-1)
+        arr[r] = unit_arrangement(end.R.values, end.v.values, off=off)
+        rate[r] = fastest_rate(p, end.Q.values, end.R.values, init["T"], end.v.values)
+    return {"arr": arr, "diverged": diverged, "rate": rate}
