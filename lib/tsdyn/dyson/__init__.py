@@ -12,7 +12,8 @@ from .analysis import (clopper_pearson, coulomb_ratio, criterion_late, crossing,
 from .experiments import (CRITERIA, LONG_FIELDS, PUBLISHED, combine_long, criterion_vs_steps, dyson_levels_sde,
                           finite_step_gap, linear_scaling, long_column, long_record_steps, phase_diagram, phase_point,
                           sde_record_density, spacing_sde)
-from . import figures, stability
+from . import edge, figures, stability
+from .edge import edge_comparison, gd_control, step_sharpness
 from .scaling_rule import (PASS_READINGS, batch_phase_boundary, batch_phase_diagram, critical_batch_measured,
                            minimum_stability_check, scaling_rule_scan, tau_point)
 from .params import PAPER_LAYERS, Params
@@ -48,7 +49,8 @@ __all__ = [
     "total_variation", "clopper_pearson", "log_gap", "level_median_gap", "paired_z", "paired_ks", "spacing_ratios",
     "mean_spacing_ratio", "wishart_spacing_ratio", "MEAN_R_GOE", "MEAN_R_POISSON",
     "phase_point", "phase_diagram", "linear_scaling", "scaling_rule_scan", "critical_batch_measured",
-    "batch_phase_boundary", "batch_phase_diagram", "tau_point", "PASS_READINGS", "minimum_stability_check", "stability", "criterion_vs_steps", "CRITERIA", "PUBLISHED", "spacing_sde", "sde_record_density",
+    "batch_phase_boundary", "batch_phase_diagram", "tau_point", "PASS_READINGS", "minimum_stability_check", "stability",
+    "edge", "gd_control", "edge_comparison", "step_sharpness", "criterion_vs_steps", "CRITERIA", "PUBLISHED", "spacing_sde", "sde_record_density",
     "fraction_crossing", "drift_balance", "coulomb_ratio", "criterion_late", "ito_share", "spread_growth",
     "spacing_over_bound", "finite_step_gap", "published_criterion", "published_midpoint", "published_midpoint_resamples", "published_sign_draws", "figures", "STEPS_PER_EPOCH",
     "long_column", "long_record_steps", "combine_long", "LONG_FIELDS",

@@ -150,6 +150,72 @@ def sgd_block(W2, A1, Y, W3, idx, eps, w_max, alive, diverged_at, step0):
 
 
 @njit(parallel=True, fastmath=_FAST)
+def gd_block(W2, A1, Y, W3, n_steps, eps, w_max, alive, diverged_at, step0):
+    """Run n_steps steps of full-batch gradient descent of every live model, in place.
+
+    W2 <- W2 - eps * (1/D) sum_a (y_hat_a - y_a) W3_i (1 - tanh(z_ai)^2) a_aj over all D training
+    samples (Park et al. eq. 2.28 with the mini-batch replaced by the whole training set: no
+    sampling, no noise). The gradient is accumulated with the weights before the step. The model's
+    weights are held transposed, (n1, n2), so that both the forward pass z = W2 a and the gradient's
+    outer product run over the n2 units as contiguous vector updates (no horizontal sums); tanh as
+    1 - 2 / (exp(2z) + 1). A model whose |W2|_F reaches w_max (or turns non-finite) stops:
+    alive[m] = False, diverged_at[m] = step0 + (steps done, counting the failed one).
+    """
+    M, n2, n1 = W2.shape
+    D = A1.shape[1]
+    wm2 = w_max * w_max
+    scale = eps / D
+    for m in numba.prange(M):
+        if not alive[m]:
+            continue
+        wt = np.empty((n1, n2))
+        for i in range(n2):
+            for j in range(n1):
+                wt[j, i] = W2[m, i, j]
+        w3 = np.empty(n2)
+        for i in range(n2):
+            w3[i] = W3[m, i]
+        z = np.empty(n2)
+        gt = np.empty((n1, n2))
+        for s in range(n_steps):
+            for j in range(n1):
+                for i in range(n2):
+                    gt[j, i] = 0.0
+            for k in range(D):
+                for i in range(n2):
+                    z[i] = 0.0
+                for j in range(n1):
+                    akj = A1[m, k, j]
+                    for i in range(n2):
+                        z[i] += akj * wt[j, i]
+                y_hat = 0.0
+                for i in range(n2):
+                    phi = 1.0 - 2.0 / (math.exp(2.0 * z[i]) + 1.0)  # tanh(z)
+                    z[i] = phi
+                    y_hat += w3[i] * phi
+                e = scale * (y_hat - Y[m, k])
+                for i in range(n2):
+                    phi = z[i]
+                    z[i] = e * (w3[i] * (1.0 - phi * phi))  # the gradient's coefficient of a_j
+                for j in range(n1):
+                    akj = A1[m, k, j]
+                    for i in range(n2):
+                        gt[j, i] += akj * z[i]
+            s2 = 0.0
+            for j in range(n1):
+                for i in range(n2):
+                    wt[j, i] -= gt[j, i]
+                    s2 += wt[j, i] * wt[j, i]
+            if not s2 < wm2:  # also catches nan
+                alive[m] = False
+                diverged_at[m] = step0 + s + 1
+                break
+        for i in range(n2):
+            for j in range(n1):
+                W2[m, i, j] = wt[j, i]
+
+
+@njit(parallel=True, fastmath=_FAST)
 def features(W2, A1):
     """Features phi = tanh(W2 a) (eq. 2.5) of every sample: shape (M, D, n2)."""
     M, n2, n1 = W2.shape

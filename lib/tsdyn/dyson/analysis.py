@@ -167,7 +167,8 @@ def summary(ds):
     in descending order). If the unrotated moments were recorded (``published=True``):
     K_S_pub, V_S_pub, ``converged_pub`` (the authors' recipe, :func:`published_criterion`)
     and ``converged_pub_draws`` (model, draw): the same under :data:`N_SIGN_DRAWS` random
-    sign choices of the eigenvectors of X (:func:`published_sign_draws`). Also diverged, t_diverged.
+    sign choices of the eigenvectors of X (:func:`published_sign_draws`). Also diverged, t_diverged,
+    and at t_f whichever of ``sharpness``, ``hessian_sharpness``, ``teacher_dist`` the run recorded.
     """
     ds = ds.drop_vars("tau")
     end = ds.isel(t=-1, drop=True)
@@ -187,6 +188,7 @@ def summary(ds):
         "converged": criterion(coef),
         "converged_ito": criterion(spacing_coefficients(ds, ito=True).isel(t=-1, drop=True)),
         "diverged": ds.diverged, "t_diverged": ds.t_diverged,
+        **{k: end[k] for k in ("sharpness", "hessian_sharpness", "teacher_dist") if k in ds},
     }
     if "X_mat" in ds:
         args = (end.X_mat.values, end.K_raw.values, end.V_raw.values, T, sigma_w)

@@ -15,7 +15,8 @@ from .simulate import train_ensemble
 
 
 def phase_point(*, seed, T, inv_sigma_w, steps, n_models, batch=4, n_points=8, moment_samples=None,
-                n_train=4000, n_test=100, w_max=1e6, k_basis=True, published=True, moments="ends"):
+                n_train=4000, n_test=100, w_max=1e6, k_basis=True, published=True, moments="ends",
+                sharpness_samples=None, hessian=False, teacher_distance=False):
     """One point of the T - 1/sigma_w phase diagram: the per-model :func:`summary` of an ensemble.
 
     eps = T * batch, sigma_w = 1 / inv_sigma_w; ``steps`` SGD steps. The form
@@ -24,11 +25,14 @@ def phase_point(*, seed, T, inv_sigma_w, steps, n_models, batch=4, n_points=8, m
     ``grad_norm0`` then NaN): all that the summary needs; ``k_basis``
     also measures them in the eigenbasis of K (the paper's App. B), for ``converged_k``;
     ``published`` records the unrotated moments for the authors' recipe (``converged_pub``).
+    ``sharpness_samples``, ``hessian``, ``teacher_distance``: as :func:`train_ensemble`; the summary
+    then carries ``sharpness`` (and ``hessian_sharpness``) and ``teacher_dist`` at t_f.
     """
     p = Params.from_temperature(T, inv_sigma_w, batch=batch, n_train=n_train, n_test=n_test, w_max=w_max)
     ds = train_ensemble(p, steps, seed=seed, n_models=n_models, n_points=n_points,
                         moment_samples=moment_samples, moments=moments, k_basis=k_basis,
-                        published=published)
+                        published=published, sharpness_samples=sharpness_samples, hessian=hessian,
+                        teacher_distance=teacher_distance)
     return summary(ds)
 
 

@@ -11,6 +11,7 @@ import xarray as xr
 
 from .. import _seeds, _validate, sweep
 from . import analysis, stability
+from .edge import loss_onset
 from .experiments import CRITERIA, PUBLISHED, linear_scaling, phase_point
 from .params import Params
 from .simulate import train_ensemble
@@ -323,7 +324,9 @@ def batch_phase_boundary(Ts, batches, inv_sigma_w, *, n_models, steps=None, tau_
     (``batch``, ``T``, ``model``) (``log10_loss``) and (``reading``, ``batch``, ``T``, ``model``)
     (``passes``); attrs ``level`` (the common log10 loss level), ``pass_level``, ``Tc_langevin``,
     ``lambda_max`` (median over the theory's teachers), ``n_teachers``. ``kw`` goes to :func:`phase_point` (e.g.
-    ``moment_samples``).
+    ``moment_samples``); with its ``sharpness_samples`` (``teacher_distance``) the Dataset also holds
+    ``sharpness`` (``teacher_dist``) over (``batch``, ``T``, ``model``) at the end of each run, for
+    :mod:`tsdyn.dyson.edge`.
     """
     _validate.integer("n_models", n_models, low=2, doc="networks per point")
     _validate.real("inv_sigma_w", inv_sigma_w, low=0.0, low_open=True, doc="disorder 1/sigma_w")
@@ -341,13 +344,9 @@ def batch_phase_boundary(Ts, batches, inv_sigma_w, *, n_models, steps=None, tau_
     _validate.real("pass_level", pass_level, low=0.0, high=1.0, low_open=True, high_open=True,
                    doc="fraction of networks passing the criterion")
     rows, flags, n_steps = [], [], []
+    extra = {k: [] for k in ("sharpness", "teacher_dist")}
     out = {k: [] for k in ("T_half", "T_half_lo", "T_half_hi", "T_onset", "T_onset_lo", "T_onset_hi")}
-    rise = np.log10(1.0 + float(onset))
     x = np.array(Ts)
-
-    def onset_estimate(a):
-        m = np.nanmean(a, axis=1)
-        return analysis.crossing(x, m - m[0], rise)
 
     for b in batches:
         points = [tau_point(seed=_seeds.child(seed, k), T=T, inv_sigma_w=float(inv_sigma_w), tau_f=tau_f,
@@ -359,8 +358,11 @@ def batch_phase_boundary(Ts, batches, inv_sigma_w, *, n_models, steps=None, tau_
         rows.append(logL)
         flags.append([[s[r].values for s in points] for r in PASS_READINGS])
         n_steps.append([int(s.steps) for s in points])
+        for k in extra:
+            if k in points[0]:
+                extra[k].append([s[k].values for s in points])
         half = analysis.halfway_crossing(x, logL, n_boot=n_boot, seed=_seeds.child(seed, 7, 3))
-        first = analysis._bootstrapped(onset_estimate, logL, n_boot, _seeds.child(seed, 7, 4))
+        first = loss_onset(x, logL, onset=onset, n_boot=n_boot, seed=_seeds.child(seed, 7, 4))
         for key, v in zip(out, (*half, *first)):
             out[key].append(v)
     rows, flags = np.array(rows), np.array(flags, bool).transpose(1, 0, 2, 3)  # (reading, batch, T, model)
@@ -381,7 +383,8 @@ def batch_phase_boundary(Ts, batches, inv_sigma_w, *, n_models, steps=None, tau_
          "T_pass": (rd, T_pass[..., 0]), "T_pass_lo": (rd, T_pass[..., 1]), "T_pass_hi": (rd, T_pass[..., 2]),
          "steps": (("batch", "T"), np.array(n_steps)),
          "log10_loss": (("batch", "T", "model"), rows),
-         "passes": (("reading", "batch", "T", "model"), flags)},
+         "passes": (("reading", "batch", "T", "model"), flags),
+         **{k: (("batch", "T", "model"), np.array(v)) for k, v in extra.items() if v}},
         coords={"batch": batches, "T": Ts, "reading": list(PASS_READINGS)},
         attrs={"inv_sigma_w": float(inv_sigma_w), "n_models": int(n_models),
                "clock": f"steps = {steps}" if steps is not None else f"tau_f = {tau_f:g}",

@@ -78,7 +78,8 @@ def record_steps(steps, n_points, spacing="log"):
 
 def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log", moment_samples=None,
                    moments="all", k_basis=False, published=False, on_record=None, record_at=None,
-                   on_state=None, resume=None, sharpness_samples=None, init="random"):
+                   on_state=None, resume=None, sharpness_samples=None, hessian=False, teacher_distance=False,
+                   init="random", full_batch=False):
     """Train an ensemble of students in lockstep and record the paper's observables.
 
     All models advance together in one numba kernel call per block of steps
@@ -113,6 +114,11 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
         Also record the moments in the eigenbasis of the drift matrix K = -E[Delta^X]
         itself, as in the paper's App. B (``K_k``, ``V_k``, ``C_k``, ``xq_k`` below): one more
         pass over the moment samples wherever the moments are measured.
+    full_batch : bool
+        Full-batch gradient descent in place of SGD: every step uses the mean gradient over all
+        n_train training samples (:func:`_kernels.gd_block`; no sampling, no noise), with the
+        same teachers, data and starts as the SGD run of the same seed. ``params.batch`` is not
+        used (its T = eps/|B| labels the run only); no batch generator is drawn from.
     init : {"random", "teacher"}
         The start: the paper's random W^(2) (eq. 2.11), or the teacher's W̄^(2) plus that
         same draw (:func:`networks`).
@@ -121,6 +127,13 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
         lambda_max of the Gauss-Newton matrix (1/n) sum_a J_a J_a^T, J_a = d y_hat(x_a)/d vec W^(2),
         over the first ``sharpness_samples`` training samples (the Hessian of the training loss
         where the residuals vanish; eps lambda_max = 2 is gradient descent's stability limit).
+    hessian : bool
+        With ``sharpness_samples``, also record ``hessian_sharpness``: the largest eigenvalue of
+        the Hessian of the training loss over the same samples (Gauss-Newton matrix plus the
+        residual term, :func:`_sharpness`), which differs from ``sharpness`` away from the teacher.
+    teacher_distance : bool
+        Also record ``teacher_dist`` at every recording time: |W^(2) - W̄^(2)|_F / |W̄^(2)|_F,
+        the distance of the student's trained layer from its teacher's.
     record_at : array of int or None
         Explicit recording steps (increasing, from 0 to ``steps``), in place of ``n_points``
         and ``spacing``.
@@ -205,6 +218,15 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
         _validate.integer("sharpness_samples", sharpness_samples, low=2, doc="samples for the sharpness")
         obs["sharpness"] = nan(n_rec, M)
         A1s = A1[:, :min(int(sharpness_samples), params.n_train)]
+        if hessian:
+            obs["hessian_sharpness"] = nan(n_rec, M)
+            Ys = Y[:, :A1s.shape[1]]
+    elif hessian:
+        raise ValueError("hessian=True needs sharpness_samples (the samples over which the Hessian is taken)")
+    if teacher_distance:
+        obs["teacher_dist"] = nan(n_rec, M)
+        W2t = net["W2_teacher"]
+        W2t_norm = np.sqrt(np.sum(W2t ** 2, axis=(1, 2)))
     x_rec, K_rec, V_rec = nan(n_rec, M, n2), nan(n_rec, M, n2), nan(n_rec, M, n2, n2)
     C_rec = nan(n_rec, M, n2)
     Kk_rec, Vk_rec, Ck_rec, xq_rec = nan(n_rec, M, n2), nan(n_rec, M, n2, n2), nan(n_rec, M, n2), nan(n_rec, M, n2)
@@ -222,11 +244,16 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
 
     def dataset(n):
         return _dataset(params, rec, n, obs, rec_arrays, k_basis, published, z_var, diverged_at.copy(),
-                        int(rec[n - 1]) if n < n_rec else steps, n_models, moment_samples, ss)
+                        int(rec[n - 1]) if n < n_rec else steps, n_models, moment_samples, ss
+                        ).assign_attrs(**({"full_batch": 1} if full_batch else {}))
 
     for r, target in enumerate(rec[first:], start=first):
         while step < target and alive.any():
             n = min(target - step, _BLOCK_STEPS)
+            if full_batch:
+                _kernels.gd_block(W2, A1, Y, W3, n, params.eps, params.w_max, alive, diverged_at, step)
+                step += n
+                continue
             idx = np.stack([g.integers(0, params.n_train, size=(n, params.batch), dtype=np.int32)
                             for g in batch_rngs])
             _kernels.sgd_block(W2, A1, Y, W3, idx, params.eps, params.w_max, alive, diverged_at, step)
@@ -240,6 +267,8 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
         obs["G0"][r] = np.mean(phi * phi0, axis=(1, 2))
         obs["align"][r] = (np.sum(h * phi, axis=(1, 2))
                            / np.sqrt(np.sum(h * h, axis=(1, 2)) * np.sum(phi * phi, axis=(1, 2))))
+        if teacher_distance:
+            obs["teacher_dist"][r] = np.sqrt(np.sum((W2 - W2t) ** 2, axis=(1, 2))) / W2t_norm
         X = np.einsum("mij,mkj->mik", W2, W2)
         with np.errstate(invalid="ignore"):
             x, U = np.linalg.eigh(np.where(live[:, None, None], X, np.eye(n2)))
@@ -250,6 +279,9 @@ def train_ensemble(params, steps, *, seed, n_models, n_points=30, spacing="log",
             obs["grad_norm"][r] = np.sqrt(np.sum(grad ** 2, axis=(1, 2)))
             if sharpness_samples is not None:
                 obs["sharpness"][r] = [_sharpness(W2[m], A1s[m], W3[m]) if live[m] else np.nan for m in range(M)]
+                if hessian:
+                    obs["hessian_sharpness"][r] = [_sharpness(W2[m], A1s[m], W3[m], Ys[m]) if live[m] else np.nan
+                                                   for m in range(M)]
             K_rec[r], V_rec[r] = -np.diagonal(mean, axis1=1, axis2=2), var
             # Cov of the per-sample gradient rows, sum_k Cov(Delta_ik, Delta_ik), in the X basis
             mg = np.einsum("mli,mlj->mij", U, grad)  # (U^T E[Delta])
@@ -314,11 +346,14 @@ def _dataset(params, rec, n, obs, rec_arrays, k_basis, published, z_var, diverge
     rec = rec[:n]
     M, n2 = x_rec.shape[1], x_rec.shape[2]
     t_div = np.where(diverged_at >= 0, diverged_at.astype(float), np.inf)
-    units = {"loss": "1", "grad_norm": "1", "G0": "1", "align": "1", "S": "1", "sharpness": "per unit tau"}
+    units = {"loss": "1", "grad_norm": "1", "G0": "1", "align": "1", "S": "1", "sharpness": "per unit tau",
+             "hessian_sharpness": "per unit tau", "teacher_dist": "1"}
     long = {"loss": "test loss (2.6)", "grad_norm": "norm of the full-batch gradient of W2 (3.3)",
             "G0": "feature time correlation G(t, 0) (3.4)", "align": "feature-field alignment (3.5)",
             "S": "average level spacing of X (4.5)",
-            "sharpness": "largest eigenvalue of the Gauss-Newton matrix of the training loss"}
+            "sharpness": "largest eigenvalue of the Gauss-Newton matrix of the training loss",
+            "hessian_sharpness": "largest eigenvalue of the Hessian of the training loss",
+            "teacher_dist": "|W2 - W2_teacher|_F / |W2_teacher|_F"}
     data = {k: (("t", "model"), v, {"long_name": long[k], "units": units[k]}) for k, v in obs.items()}
     data.update({
         "x": (("t", "model", "eig"), x_rec, {"long_name": "eigenvalues of X = W2 W2^T, ascending"}),
@@ -358,22 +393,46 @@ def _dataset(params, rec, n, obs, rec_arrays, k_basis, published, z_var, diverge
     )
 
 
-def _sharpness(W, A, W3):
-    """Largest eigenvalue of (1/n) sum_a J_a J_a^T for one model, J_a = g_a (x) a_a with
-    g = W3 (1 - tanh(W a)^2): Lanczos on J^T J (J never squared explicitly)."""
-    from scipy.sparse.linalg import LinearOperator, eigsh
+def _sharpness(W, A, W3, y=None):
+    """Largest eigenvalue of the curvature of the training loss (1/n) sum_a (y_hat_a - y_a)^2 / 2
+    in W^(2) for one model, over the n samples of ``A`` (Lanczos; no matrix is formed).
+
+    ``y`` None: the Gauss-Newton matrix G = (1/n) sum_a J_a J_a^T, J_a = g_a (x) a_a with
+    g = W3 (1 - tanh(W a)^2) (the Hessian where the residuals vanish, as at the teacher).
+    ``y`` the labels: the Hessian itself, G + (1/n) sum_a r_a d^2 y_hat_a / dW^2 with r = y_hat - y;
+    the second term is block-diagonal in the row i of W: r_a W3_i tanh''(z_ai) a_a a_a^T, with
+    tanh'' = -2 tanh (1 - tanh^2). Its largest eigenvalue lambda_max sets the step bound of
+    gradient descent, eps lambda_max = 2 (eq-batchtemp-dyson-bc of the book's chapter 6)."""
+    from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
     n = A.shape[0]
-    g = W3 * (1.0 - np.tanh(A @ W.T) ** 2)  # (n, n2)
+    th = np.tanh(A @ W.T)  # (n, n2)
+    g = W3 * (1.0 - th ** 2)
     shape = W.shape
+    if y is not None:
+        r = th @ W3 - y  # residuals y_hat - y
+        c = (r[:, None] * W3) * (-2.0 * th * (1.0 - th ** 2))  # r_a W3_i tanh''(z_ai)
+        if not np.all(np.isfinite(c)):
+            return float("nan")
+    if not np.all(np.isfinite(g)):
+        return float("nan")
 
     def matvec(v):
-        jv = np.einsum("ai,ij,aj->a", g, v.reshape(shape), A)  # J v
-        return (np.einsum("a,ai,aj->ij", jv, g, A) / n).ravel()  # J^T J v / n
+        av = A @ v.reshape(shape).T  # (n, n2): (V a_a)_i
+        jv = np.sum(g * av, axis=1)  # J v
+        out = (g * jv[:, None]).T @ A  # J^T J v
+        if y is not None:
+            out += (c * av).T @ A
+        return out.ravel() / n
 
     op = LinearOperator((W.size, W.size), matvec=matvec, dtype=float)
     v0 = np.ones(W.size) / np.sqrt(W.size)
-    return float(eigsh(op, k=1, which="LA", v0=v0, tol=1e-8, return_eigenvectors=False)[0])
+    try:
+        return float(eigsh(op, k=1, which="LA", v0=v0, tol=1e-8, maxiter=20 * W.size // 16,
+                           return_eigenvectors=False)[0])
+    except ArpackNoConvergence:  # a near-degenerate top of the spectrum: the dense matrix, column by column
+        dense = np.stack([matvec(e) for e in np.eye(W.size)], axis=1)
+        return float(np.linalg.eigvalsh(0.5 * (dense + dense.T))[-1])
 
 
 def initial_features(params, *, seed, n_models):
