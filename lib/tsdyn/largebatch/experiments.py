@@ -369,29 +369,35 @@ PASSAGE_GRID_VAR = 0.05
 
 
 def passage_point(*, d, ell, mu, delta, budget, variant="projected", gamma0=0.1, n0=1.0, eta=0.5,
-                  n_batches=8000, grid=801, seed=0, anchors=None):
+                  n_batches=8000, grid=801, seed=0, anchors=None, n_chi=24):
     """The probability that a run of :func:`scaling_params` from m0 = d^-1/2 has reached |m| >= eta
     within ``budget`` steps, from the law absorbed at eta (:func:`theory.first_passage`), where the grid
     resolves a step: h^2 / 4 <= :data:`PASSAGE_GRID_VAR` s^2, h = 2 / (grid - 1), s^2 the variance of m'
     after one step from m0 (exact step, 4000 batches).
 
-    Returns a dict: ``n_b``, ``gamma``, ``s2``, ``grid_ok``, ``grid_needed`` (grid points that the
+    Returns a dict: ``n_b``, ``gamma``, ``s2``, ``grid`` (used), ``grid_ok``, ``grid_needed`` (grid points that the
     condition asks for), and where ``grid_ok``: ``passed`` = P(T <= budget) with its Monte Carlo error
     ``passed_se``, the median first passage ``t_median`` with ``t_median_se``, and ``groups_ok``: whether
     the 16 kernel groups' P(T <= budget) average to the whole kernel's within 3 of its errors (the
     condition for those errors to hold, :func:`theory.first_passage`); nan / False otherwise. ``anchors``:
-    as :func:`theory.first_passage` (the step computed at that many overlaps and interpolated per batch)."""
+    as :func:`theory.first_passage` (the step computed at that many overlaps and interpolated per batch).
+    ``grid`` None: the coarsest grid (at least 801 points, at most :data:`theory.PASSAGE_MAX_GRID`) that
+    resolves a step; ``n_chi``: nodes of the chi-square rule (6 give the same probabilities as 24 to three
+    decimals at d = 128)."""
     import numpy as np
     p = scaling_params(d=d, ell=ell, mu=mu, delta=delta, variant=variant, gamma0=gamma0, n0=n0, eta=eta)
     mp, mp2 = theory._batch_step_samples(p, (p.m0,), 4000, 24, np.random.default_rng(seed), squares=True)
     s2 = float(mp2.mean() - mp.mean() ** 2)
-    h = 2.0 / (grid - 1)
     need = int(np.ceil(2.0 / np.sqrt(4 * PASSAGE_GRID_VAR * s2))) + 1 if s2 > 0 else np.inf
-    out = {"n_b": float(p.n_b), "gamma": p.gamma, "s2": s2, "grid_ok": bool(h * h / 4 <= PASSAGE_GRID_VAR * s2),
+    if grid is None:  # the coarsest odd grid of at least 801 points that resolves a step, within the limit
+        grid = int(max(801, need + (need % 2 == 0))) if need <= theory.PASSAGE_MAX_GRID else 801
+    h = 2.0 / (grid - 1)
+    out = {"n_b": float(p.n_b), "gamma": p.gamma, "s2": s2, "grid": grid, "grid_ok": bool(h * h / 4 <= PASSAGE_GRID_VAR * s2),
            "grid_needed": need, "passed": np.nan, "passed_se": np.nan, "t_median": np.nan, "t_median_se": np.nan,
            "groups_ok": False}
     if out["grid_ok"]:
-        fp = theory.first_passage(p, int(budget), n_batches=n_batches, grid=grid, seed=seed + 1, anchors=anchors)
+        fp = theory.first_passage(p, int(budget), n_batches=n_batches, grid=grid, seed=seed + 1, anchors=anchors,
+                                  n_chi=n_chi)
         P, se = float(fp.passed[-1]), float(fp.passed_se[-1])
         out.update(passed=P, passed_se=se, t_median=float(fp.t_median), t_median_se=float(fp.t_median_se),
                    groups_ok=bool(abs(float(fp.passed_groups[:, -1].mean()) - P) <= 3 * se))

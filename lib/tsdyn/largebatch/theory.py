@@ -983,12 +983,12 @@ def _deposit(values, weights, n):
             + np.bincount(j + 1, weights * frac, minlength=n))
 
 
-def _law_kernels(params, x, per_group, n_groups, n_chi, rng, sources=None, anchors=None):
-    """One-step transition matrices of the overlap on the grid ``x`` (rows: from, columns: to): the average
-    kernel first, then one per group of ``per_group`` batches. Row i is the law of m' from m = x[i], each
-    batch's m' at the chi-square rule's nodes deposited with the rule's weights (:func:`_deposit`). A batch's
-    Gaussian coordinates serve every row (common random numbers: rows vary smoothly with m). ``sources``
-    (default ``x``) are the overlaps the rows start from.
+def _law_kernel_groups(params, x, per_group, n_groups, n_chi, rng, sources=None, anchors=None):
+    """One-step transition matrices of the overlap on the grid ``x`` (rows: from, columns: to), one per
+    group of ``per_group`` batches, yielded in turn (dense, sources x grid). Row i is the law of m' from
+    m = sources[i] (default ``x``), each batch's m' at the chi-square rule's nodes deposited with the rule's
+    weights (:func:`_deposit`). A batch's Gaussian coordinates serve every row (common random numbers:
+    rows vary smoothly with m).
 
     ``anchors`` (increasing overlaps spanning ``sources``): the step is computed only there, and each
     batch's m' at a source between two anchors is the linear interpolation of that batch's m' at the two
@@ -996,7 +996,6 @@ def _law_kernels(params, x, per_group, n_groups, n_chi, rng, sources=None, ancho
     included, and the cost of the step, n_b per batch, is paid at the anchors only."""
     n = x.size
     sources = x if sources is None else sources
-    K = np.zeros((n_groups + 1, sources.size, n))
     per = max(1, min(2 ** 21 // params.n_b, 2 ** 22 // n_chi))  # chunk: about 2M samples, 4M ratio values
     if anchors is not None:
         anchors = np.asarray(anchors, float)
@@ -1005,29 +1004,38 @@ def _law_kernels(params, x, per_group, n_groups, n_chi, rng, sources=None, ancho
             raise ValueError("anchors must be increasing overlaps (at least two) spanning the sources")
         j = np.clip(np.searchsorted(anchors, sources, side="right") - 1, 0, anchors.size - 2)
         w = ((sources - anchors[j]) / (anchors[j + 1] - anchors[j]))[:, None, None]
-    for group in range(1, n_groups + 1):
+    for _ in range(n_groups):
+        K = np.zeros((sources.size, n))
         if anchors is None:
             for i, m, beta, alpha, f2 in _batch_sums(params, sources, per_group, rng, per):
                 v, wk = _step_ratio_nodes(params, m, beta, alpha, f2, n_chi)
-                K[group, i] += _deposit(v.ravel(), np.broadcast_to(wk, v.shape).ravel(), n)
-            continue
-        at = []
-        for k, m, beta, alpha, f2 in _batch_sums(params, anchors, per_group, rng, per):
-            v, wk = _step_ratio_nodes(params, m, beta, alpha, f2, n_chi)
-            at.append(v)
-            if k < anchors.size - 1:
-                continue
-            at = np.array(at)  # (anchors, chunk batches, n_chi)
-            for i in range(sources.size):
-                vi = (1.0 - w[i]) * at[j[i]] + w[i] * at[j[i] + 1]
-                K[group, i] += _deposit(vi.ravel(), np.broadcast_to(wk, vi.shape).ravel(), n)
+                K[i] += _deposit(v.ravel(), np.broadcast_to(wk, v.shape).ravel(), n)
+        else:
             at = []
-    K /= per_group
-    K[0] = K[1:].mean(axis=0)
-    return K
+            for k, m, beta, alpha, f2 in _batch_sums(params, anchors, per_group, rng, per):
+                v, wk = _step_ratio_nodes(params, m, beta, alpha, f2, n_chi)
+                at.append(v)
+                if k < anchors.size - 1:
+                    continue
+                at = np.array(at)  # (anchors, chunk batches, n_chi)
+                for i in range(sources.size):
+                    vi = (1.0 - w[i]) * at[j[i]] + w[i] * at[j[i] + 1]
+                    K[i] += _deposit(vi.ravel(), np.broadcast_to(wk, vi.shape).ravel(), n)
+                at = []
+        yield K / per_group
+
+
+def _law_kernels(params, x, per_group, n_groups, n_chi, rng, sources=None, anchors=None):
+    """The kernels of :func:`_law_kernel_groups` stacked: the average kernel first, then one per group;
+    shape (n_groups + 1, sources, grid)."""
+    groups = np.array(list(_law_kernel_groups(params, x, per_group, n_groups, n_chi, rng, sources, anchors)))
+    return np.concatenate([groups.mean(axis=0)[None], groups])
 
 
 LAW_MAX_GRID = 4001  # the kernels hold (groups + 1) grid^2 floats: 2 GB at this size with 16 groups
+# first_passage builds one group's kernel at a time (live points x grid floats: 256 MB at this size) and
+# keeps them sparse
+PASSAGE_MAX_GRID = 8001
 
 
 def _law_recursion(params, m, record, n_grid, n_batches, seed, n_groups=16, n_chi=24):
@@ -1126,8 +1134,8 @@ def first_passage(params, steps, *, m0=None, grid=801, n_batches=20000, seed=0, 
     _validate.integer("n_groups", n_groups, low=2, doc="independent groups of batches (Monte Carlo error)")
     _validate.integer("n_batches", n_batches, low=2 * n_groups, doc="Monte Carlo batches per grid point")
     _validate.integer("grid", grid, low=3, doc="grid points on [-1, 1]")
-    if grid > LAW_MAX_GRID:
-        raise ValueError(f"grid (grid points on [-1, 1]) must be <= {LAW_MAX_GRID} (memory); got {grid}")
+    if grid > PASSAGE_MAX_GRID:
+        raise ValueError(f"grid (grid points on [-1, 1]) must be <= {PASSAGE_MAX_GRID} (memory); got {grid}")
     x = np.linspace(-1.0, 1.0, grid)
     live = np.abs(x) < params.eta
     if abs(m0) >= params.eta:
@@ -1135,14 +1143,20 @@ def first_passage(params, steps, *, m0=None, grid=801, n_batches=20000, seed=0, 
     if anchors is not None:
         _validate.integer("anchors", anchors, low=3, doc="overlaps on [-eta, eta] at which the step is computed")
         anchors = np.linspace(-params.eta, params.eta, anchors)
-    K = _law_kernels(params, x, n_batches // n_groups, n_groups, n_chi, np.random.default_rng(seed),
-                     sources=x[live], anchors=anchors)[:, :, live]
-    law = np.tile(_deposit(np.array([float(m0)]), np.ones(1), grid)[live], (n_groups + 1, 1, 1))
+    from scipy import sparse
+    # each group's kernel restricted to the live points, kept sparse (a row spans a few step widths)
+    groups = [sparse.csr_matrix(K[:, live]) for K in
+              _law_kernel_groups(params, x, n_batches // n_groups, n_groups, n_chi, np.random.default_rng(seed),
+                                 sources=x[live], anchors=anchors)]
+    kernels = [sum(groups) / n_groups, *groups]
+    start = _deposit(np.array([float(m0)]), np.ones(1), grid)[live]
     alive = np.empty((n_groups + 1, steps + 1))
-    alive[:, 0] = law.sum(axis=(1, 2))
-    for t in range(1, steps + 1):
-        law = law @ K  # (group, 1, live) times (group, live, live)
-        alive[:, t] = law.sum(axis=(1, 2))
+    for g, K in enumerate(kernels):
+        law, KT = start, K.T.tocsr()
+        alive[g, 0] = law.sum()
+        for t in range(1, steps + 1):
+            law = KT @ law
+            alive[g, t] = law.sum()
     passed = 1.0 - alive
     medians = np.array([_crossing(row) for row in passed])
     G = np.sqrt(n_groups)
