@@ -192,8 +192,15 @@ def test_published_contours_and_midpoint(glued):
     assert abs(g["pub_line_top"] - 0.87) < 0.005 and abs(g["pub_jam_line"] - 1.41) < 0.005
     # The authors' midpoint T_c lies in the grid interval of the interpolated 68% crossing (the scan's grid
     # steps by 2: within a factor 2), and its bootstrap moves it to the hot side for more than a third of
-    # the resamples (measured 0.82 of 1000: s.e. 0.012, so 1/3 is far outside the noise)
-    assert abs(math.log2(g["T_mid_pub"] / g["T_transition_pub"])) < 1
+    # the resamples
+    # (measured 0.82 of 1000: s.e. 0.012, so 1/3 is far outside the noise). The point estimate itself has
+    # no value when the hottest temperature passes by chance (16 networks on a plateau near one half: 11
+    # or more, above 68%, pass with p ~ 0.1 per scan; machines whose arithmetic differs in the last bits
+    # give other chaotic hot runs, and one of them gave 14 of 16), and the text then says why
+    if g["T_mid_pub_short"] != "no value":
+        assert abs(math.log2(g["T_mid_pub"] / g["T_transition_pub"])) < 1
+    else:
+        assert g["pub_hottest_pass"] > 0.68 and g["T_mid_pub_text"].startswith("no value: the hottest")
     assert g["T_mid_hot"] > 1 / 3 and g["T_mid_same"] + g["T_mid_hot"] <= 1.0 + 1e-9
 
 
