@@ -43,6 +43,13 @@ def median_interval(a, *, n_boot=1000, seed=0):
     return med, lo, hi
 
 
+def _onset(x, log10_loss, rise):
+    """The first x where the mean over networks of ``log10_loss`` (len(x), n) rises by ``rise`` above
+    its value at x[0] (log-x interpolation, :func:`analysis.crossing`; NaN if it never does)."""
+    m = np.nanmean(log10_loss, axis=1)
+    return analysis.crossing(x, m - m[0], rise)
+
+
 def loss_onset(x, log10_loss, *, onset=1.0, n_boot=1000, seed=0):
     """Where the geometric-mean loss first exceeds its value at x[0] by the factor 1 + ``onset``:
     the first crossing of log10(1 + onset) by mean(log10 L)(x) - mean(log10 L)(x[0]) (log-x
@@ -51,12 +58,7 @@ def loss_onset(x, log10_loss, *, onset=1.0, n_boot=1000, seed=0):
     The estimator of ``T_onset`` in :func:`tsdyn.dyson.batch_phase_boundary`."""
     x = np.asarray(x, float)
     rise = np.log10(1.0 + float(onset))
-
-    def estimate(a):
-        m = np.nanmean(a, axis=1)
-        return analysis.crossing(x, m - m[0], rise)
-
-    return analysis._bootstrapped(estimate, np.asarray(log10_loss, float), n_boot, seed)
+    return analysis._bootstrapped(lambda a: _onset(x, a, rise), np.asarray(log10_loss, float), n_boot, seed)
 
 
 def teacher_sharpness(params, *, seed, n_models, n_samples=1000):
@@ -164,8 +166,7 @@ def edge_comparison(tc, gd, *, onset=1.0, n_boot=1000, seed=0):
     rise = np.log10(1.0 + float(onset))
 
     def onsets(a, g):
-        ma, mg = np.nanmean(a, axis=1), np.nanmean(g, axis=1)
-        return analysis.crossing(x, ma - ma[0], rise), analysis.crossing(x, mg - mg[0], rise)
+        return _onset(x, a, rise), _onset(x, g, rise)
 
     est = onsets(Ls, Lg)
     rng = np.random.default_rng(_seeds.seed_sequence(seed))
