@@ -381,6 +381,25 @@ def test_level_median_gap_by_hand_and_pairs_paths_with_their_model():
         an.level_median_gap(meas, pred, tau[:-1])
 
 
+def test_pooled_median_bootstrap_is_numpys_median_of_the_copied_resample():
+    # the kernel reads the median of a resample (clusters drawn with repetition, each with all its
+    # values) from weights on the sorted pool; it must equal numpy's median of the explicit copy,
+    # with ties, odd and even pooled counts and infinite values
+    from tsdyn.dyson import _kernels
+    rng = np.random.default_rng(2)
+    for M, k in ((5, 1), (4, 3), (7, 2)):
+        v = np.round(rng.normal(0.0, 1.0, (6, M * k)), 1)
+        v[0, 0] = -np.inf
+        idx = rng.integers(0, M, size=(50, M))
+        counts = np.zeros((50, M), np.int64)
+        np.add.at(counts, (np.arange(50)[:, None], idx), 1)
+        order = np.argsort(v, axis=1, kind="stable")
+        out = np.empty((6, 50))
+        _kernels.pooled_median_boot(np.take_along_axis(v, order, axis=1), order // k, counts, out)
+        ref = np.median(v.reshape(6, M, k)[:, idx].reshape(6, 50, -1), axis=-1)
+        np.testing.assert_array_equal(out, ref)
+
+
 def test_sde_record_density_levels_match_a_direct_computation():
     p = dyson.Params.from_temperature(0.5, 8.0, n_train=100, n_test=10)
     kw = dict(seed=0, sde_seed=1, n_models=2, moment_samples=20, paths=2)

@@ -509,3 +509,35 @@ def dyson_sv_em(s0, tau_grid, n_sub, k, v, c, Voff, T, xi, out):
             for i in range(N):
                 out[p, r + 1, i] = s[i] * s[i]
     return out
+
+
+# ------------------------------------------------------------------ cluster bootstrap of a pooled median
+
+@njit(parallel=True)
+def pooled_median_boot(values, owner, counts, out):
+    """Median of the pooled values of bootstrap-resampled clusters, without copying them.
+
+    values (R, n): each row ascending (NaN-free); owner (R, n): the cluster of each value;
+    counts (B, C): how often resample b draws cluster c. A resample pools every value of
+    cluster c counts[b, c] times (total n_b = sum_c counts[b, c] x cluster size), so its
+    order statistic at position p is the first sorted value whose running weight exceeds p.
+    out (R, B) receives the median as numpy.median defines it (the middle value, or the mean
+    of the two middle values when the pooled count is even).
+    """
+    R, n = values.shape
+    B = counts.shape[0]
+    for r in numba.prange(R):
+        for b in range(B):
+            total = 0
+            for j in range(n):
+                total += counts[b, owner[r, j]]
+            lo_pos, hi_pos = (total - 1) // 2, total // 2
+            acc, lo, hi = 0, np.nan, np.nan
+            for j in range(n):
+                acc += counts[b, owner[r, j]]
+                if acc > lo_pos and np.isnan(lo):
+                    lo = values[r, j]
+                if acc > hi_pos:
+                    hi = values[r, j]
+                    break
+            out[r, b] = lo if lo_pos == hi_pos else (lo + hi) / 2.0

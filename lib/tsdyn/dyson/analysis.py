@@ -8,7 +8,7 @@ import xarray as xr
 from scipy import stats
 
 from .. import _seeds, _validate
-from . import theory
+from . import _kernels, theory
 
 
 # The paper's time t counts epochs of this many mini-batches (the authors' generate.py: n_batchs).
@@ -510,21 +510,25 @@ def level_median_gap(measured, predicted, tau, *, level=0.68, n_boot=2000, seed=
         raise ValueError(f"need >= 2 models and a whole number of paths per model; got {M} models, {P} paths")
     _validate.real("level", level, low=0.0, high=1.0, low_open=True, high_open=True, doc="coverage")
     _validate.integer("n_boot", n_boot, low=100, doc="bootstrap resamples")
-    b = b.reshape(len(b), M, P // M)  # (t, model, path of that model)
-    late = tau >= tau[-1] / 2
+    if np.isnan(a).any() or np.isnan(b).any():
+        raise ValueError("measured and predicted must be >= 0 and not NaN (their logarithms are compared)")
+    late = tau >= tau[-1] / 2  # its last row is tau_f: the end
 
-    def gap(ma, mb):  # (t, ..., models) and (t, ..., models, paths) -> (t, ...)
-        return np.median(ma, axis=-1) - np.median(mb.reshape(mb.shape[:-2] + (-1,)), axis=-1)
+    def pooled(v, size):  # (t, models x size) -> each row sorted, with the model of each value
+        order = np.argsort(v, axis=1, kind="stable")
+        return np.take_along_axis(v, order, axis=1), np.ascontiguousarray(order // size)
 
     idx = np.random.default_rng(seed).integers(0, M, size=(n_boot, M))
-    boot = []
-    for chunk in np.array_split(idx, -(-n_boot // 250)):  # (t, chunk, M[, k]) at a time
-        g = gap(a[:, chunk], b[:, chunk])
-        boot.append(np.stack([g[-1], g[late].mean(axis=0)], axis=1))
-    boot = np.concatenate(boot)  # (n_boot, 2): end, late
+    counts = np.zeros((n_boot, M), np.int64)
+    np.add.at(counts, (np.arange(n_boot)[:, None], idx), 1)
+    med = np.empty((2, int(late.sum()), n_boot))
+    for side, (v, size) in enumerate(((a, 1), (b, P // M))):
+        _kernels.pooled_median_boot(*pooled(v[late], size), counts, med[side])
+    g_boot = med[0] - med[1]  # (late records, n_boot)
+    boot = np.stack([g_boot[-1], g_boot.mean(axis=0)], axis=1)  # (n_boot, 2): end, late
     q = (1 - level) / 2
     lo, hi = np.quantile(boot, q, axis=0), np.quantile(boot, 1 - q, axis=0)
-    g = gap(a, b)
+    g = np.median(a, axis=1) - np.median(b, axis=1)
     return {"end": float(g[-1]), "end_lo": float(lo[0]), "end_hi": float(hi[0]),
             "late": float(g[late].mean()), "late_lo": float(lo[1]), "late_hi": float(hi[1]),
             "max": float(np.abs(g[1:]).max())}

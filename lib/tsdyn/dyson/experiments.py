@@ -115,7 +115,7 @@ def criterion_vs_steps(T, inv_sigma_w, steps_list, *, seed, n_models, **kw):
 
 
 def spacing_sde(ds, *, paths=16, ito=True, basis="x", noise=True, coulomb="b5", seed, n_steps=20000,
-                min_substeps=200):
+                min_substeps=200, check=True):
     """The level-spacing equation (4.8) driven by each model's own recorded coefficients.
 
     ``ds``: a :func:`train_ensemble` Dataset with moments at every recording time. Each
@@ -126,8 +126,8 @@ def spacing_sde(ds, *, paths=16, ito=True, basis="x", noise=True, coulomb="b5", 
     :func:`analysis.coulomb_ratio` at each record, so that T V_S / S equals the exact Coulomb
     drift of the extreme levels (eq. B.3, all pairs) whenever S equals the measured spacing
     (basis "x" only). Step
-    tau_f / ``n_steps`` (at least ``min_substeps`` per recording interval), checked
-    against half the step on the same Brownian paths (``attrs["strong_error"]``).
+    tau_f / ``n_steps`` (at least ``min_substeps`` per recording interval), checked (if
+    ``check``) against half the step on the same Brownian paths (``attrs["strong_error"]``).
     Returns the :func:`theory.level_spacing_sde` Dataset; path p belongs to model p // paths.
     """
     tau = ds.tau.values
@@ -144,7 +144,7 @@ def spacing_sde(ds, *, paths=16, ito=True, basis="x", noise=True, coulomb="b5", 
         kw["V_S"] = kw["V_S"] * np.repeat(np.where(np.isfinite(ratio), ratio, 1.0).T, paths, axis=0)
     return theory.level_spacing_sde(np.repeat(ds.S.values[0], paths), tau, **kw, T=float(ds.attrs["T"]),
                                     dt=tau[-1] / n_steps, min_substeps=min_substeps, interpolate="linear",
-                                    seed=seed)
+                                    seed=seed, check=check)
 
 
 MEDIAN_GAP_KEYS = ("late", "late_lo", "late_hi", "end", "end_lo", "end_hi")  # of analysis.level_median_gap
@@ -174,6 +174,11 @@ def sde_record_density(params, steps, n_points_list, *, seed, sde_seed, n_models
     over (``level``, ``records``): ``level_end`` (signed, at t_f) and ``level_late`` (its mean
     over the second half in tau), each with ``_lo`` and ``_hi``, and ``level_max`` (largest
     modulus over t > 0).
+
+    The step of every equation is checked against half of it on the same Brownian paths at the
+    densest records only (the last entry of ``n_points_list``; the sparser records give the
+    equation fewer, not faster-changing, coefficients): attrs ``strong_error`` (largest over
+    ``coulombs``) and, with ``levels``, ``level_strong_error``.
     """
     n2 = params.layers[2]
     levels = list(levels)
@@ -184,14 +189,17 @@ def sde_record_density(params, steps, n_points_list, *, seed, sde_seed, n_models
     out = np.full((9, len(coulombs), len(n_points_list)), np.nan)
     lev_out = {k: np.full((len(levels), len(n_points_list)), np.nan)
                for k in ("end", "end_lo", "end_hi", "late", "late_lo", "late_hi", "max")}
-    records = []
+    records, strong, level_strong = [], [], float("nan")
     for j, n_points in enumerate(n_points_list):
+        check = j == len(n_points_list) - 1
         ds = train_ensemble(params, steps, seed=seed, n_models=n_models, n_points=int(n_points),
                             spacing="log+linear", moment_samples=moment_samples)
         tau = ds.tau.values
         records.append(len(tau))
         for i, coulomb in enumerate(coulombs):
-            sde = spacing_sde(ds, paths=paths, seed=sde_seed, coulomb=coulomb)
+            sde = spacing_sde(ds, paths=paths, seed=sde_seed, coulomb=coulomb, check=check)
+            if check:
+                strong.append(sde.attrs["strong_error"])
             gap, _ = analysis.log_gap(ds.S.values, sde.S.values)
             signed = np.log(ds.S.values).mean(1) - np.log(sde.S.values).mean(1)
             med = analysis.level_median_gap(ds.S.values, sde.S.values, tau)
@@ -199,7 +207,9 @@ def sde_record_density(params, steps, n_points_list, *, seed, sde_seed, n_models
                             *(med[k] for k in MEDIAN_GAP_KEYS))
         if levels:
             full = dyson_levels_sde(ds, paths=level_paths, seed=sde_seed if level_seed is None else level_seed,
-                                    n_steps=level_steps)
+                                    n_steps=level_steps, check=check)
+            if check:
+                level_strong = full.attrs["strong_error"]
             for i, lev in enumerate(levels):
                 g = analysis.level_median_gap(ds.x.values[..., lev], full.x.values[..., lev], tau)
                 for k, v in g.items():
@@ -208,20 +218,23 @@ def sde_record_density(params, steps, n_points_list, *, seed, sde_seed, n_models
     res = xr.Dataset({"gap_max": (dims, out[0]), "gap_late": (dims, out[1]), "gap_end": (dims, out[2]),
                       **{f"median_{k}": (dims, out[3 + n]) for n, k in enumerate(MEDIAN_GAP_KEYS)}},
                      coords={"coulomb": list(coulombs), "records": records},
-                     attrs={"T": params.T, "inv_sigma_w": params.inv_sigma_w, "steps": int(steps)})
+                     attrs={"T": params.T, "inv_sigma_w": params.inv_sigma_w, "steps": int(steps),
+                            "strong_error": float(max(strong))})
     if levels:
         res = res.assign({f"level_{k}": (("level", "records"), v) for k, v in lev_out.items()})
         res = res.assign_coords(level=levels).assign_attrs(level_paths=int(level_paths),
-                                                           level_steps=int(level_steps))
+                                                           level_steps=int(level_steps),
+                                                           level_strong_error=float(level_strong))
     return res
 
 
-def dyson_levels_sde(ds, *, paths=4, seed, n_steps=20000, min_substeps=200):
+def dyson_levels_sde(ds, *, paths=4, seed, n_steps=20000, min_substeps=200, check=True):
     """The full Dyson equation (4.3) with the Ito drift, driven by each model's recorded moments.
 
     ``ds``: a :func:`train_ensemble` Dataset with moments at every recording time. Each model
     m gets ``paths`` paths of :func:`theory.dyson_sde_wishart` from its own x(0), with its K, V,
     C and levels x (eigenbasis of X) interpolated linearly in tau. Path p is model p // paths.
+    ``check``: also at half the step on the same Brownian paths (``attrs["strong_error"]``).
     """
     def rep(a):
         return np.repeat(np.moveaxis(a, 0, 1), paths, axis=0)  # (t, model, ...) -> (path, t, ...)
@@ -230,7 +243,7 @@ def dyson_levels_sde(ds, *, paths=4, seed, n_steps=20000, min_substeps=200):
     return theory.dyson_sde_wishart(np.repeat(ds.x.values[0], paths, axis=0), tau, x_ref=rep(ds.x.values),
                                     K=rep(ds.K.values), V=rep(ds.V.values), C=rep(ds.C.values),
                                     T=float(ds.attrs["T"]), dt=tau[-1] / n_steps, min_substeps=min_substeps,
-                                    seed=seed)
+                                    seed=seed, check=check)
 
 
 def finite_step_gap(T, inv_sigma_w, batches, *, tau_f=4, seed, sde_seed, n_models, moment_samples, paths=16,

@@ -283,8 +283,15 @@ def _step_pair(kernel, start, tau, n_sub, args, *, seed, levels, check, tail=())
     """
     P, n_rec = len(start), len(tau)
     rng = np.random.default_rng(_seeds.seed_sequence(seed))
-    fine = rng.standard_normal((P, 2 * int(n_sub.sum())) + levels)
-    coarse = np.ascontiguousarray((fine[:, 0::2] + fine[:, 1::2]) / math.sqrt(2.0))
+    shape = (2 * int(n_sub.sum()),) + levels  # one path's fine normals
+    # drawn path by path: the same numbers as one (P,) + shape draw, without holding them all
+    fine = np.empty((P,) + shape) if check else None
+    coarse = np.empty((P, shape[0] // 2) + levels)
+    for p in range(P):
+        f = rng.standard_normal(shape)
+        coarse[p] = (f[0::2] + f[1::2]) / math.sqrt(2.0)
+        if check:
+            fine[p] = f
     x = kernel(start, tau, n_sub, *args, coarse, np.empty((P, n_rec) + levels), *tail)
     if not check:
         return x, None, None
