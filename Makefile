@@ -37,11 +37,15 @@ help:
 	@echo "make clean       remove _build/ (make distclean also removes .venv)"
 
 # The stamp is newer than requirements.txt once they are installed: editing the
-# requirements (or the library's metadata) reinstalls.
+# requirements (or the library's metadata) reinstalls. uv installs the same pinned set as pip
+# in seconds instead of minutes (parallel downloads, no bytecode compiled at install); where uv
+# cannot be installed or fails, pip installs the set.
+UV_VERSION := 0.13.9
 venv: $(STAMP)
 $(STAMP): requirements.txt lib/pyproject.toml
 	@test -x $(PY) || { echo "creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
-	$(PY) -m pip install -r requirements.txt
+	{ $(PY) -m pip install -q uv==$(UV_VERSION) && $(VENV)/bin/uv pip install --python $(PY) -r requirements.txt; } \
+	  || { echo "uv unavailable or failed: installing with pip"; $(PY) -m pip install -r requirements.txt; }
 	@touch $@
 
 # Chapters run one at a time (JOBS), a chapter unchanged since a cached run is reused
