@@ -3,10 +3,12 @@ exact-in-law sampler, on the samples to weak recovery."""
 
 import numpy as np
 import pytest
+import xarray as xr
 
+from tsdyn import sweep
 from tsdyn.largebatch import theory
 from tsdyn.largebatch.params import fixed_temperature_params
-from tsdyn.largebatch.scaling_rule import paired_ratio_interval, scaling_rule_scan
+from tsdyn.largebatch.scaling_rule import critical_batch_scan, paired_ratio_interval, scaling_rule_scan
 
 
 @pytest.fixture(scope="module")
@@ -147,6 +149,15 @@ def test_law_of_the_overlap_explains_the_large_step_gap():
     (dict(ds=[128, 256], batch_units=[0.0, 1.0]), "batch_units"),
 ])
 def test_critical_batch_scan_bad_input(kwargs, name):
-    from tsdyn.largebatch.scaling_rule import critical_batch_scan
     with pytest.raises(ValueError, match=name):
         critical_batch_scan(**kwargs)
+
+
+def test_scans_on_an_executor_are_the_serial_scans():
+    """Each run carries its own seed (child j of the scan's seed, at every batch; the scan's seed at
+    every d), so worker processes give the serial numbers exactly."""
+    kw = dict(d=64, ell=2, temperature0=0.15, batches=[1, 8, 32], seeds=6, seed=3)
+    kw_d = dict(ds=[32, 64, 128], batch_units=[0.05, 0.5], seeds=4, seed=2)
+    with sweep.executor(max_workers=2) as pool:
+        xr.testing.assert_identical(scaling_rule_scan(**kw, executor=pool), scaling_rule_scan(**kw))
+        xr.testing.assert_identical(critical_batch_scan(**kw_d, executor=pool), critical_batch_scan(**kw_d))

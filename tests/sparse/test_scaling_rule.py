@@ -2,9 +2,10 @@
 
 import numpy as np
 import pytest
+import xarray as xr
 from scipy.special import erf
 
-from tsdyn import sparse
+from tsdyn import sparse, sweep
 from tsdyn.sparse import SGDParams, theory
 from tsdyn.sparse.experiments import scaling_rule_scan
 from tsdyn.sparse.sgd import setup
@@ -175,3 +176,10 @@ def test_critical_batch_falls_as_one_over_lr():
     assert np.isfinite(ds.attrs["exponent"]) and ds.attrs["exponent_se"] > 0
     with pytest.raises(ValueError, match=r"lrs \(per-sample learning rates\) must be at least two increasing"):
         sparse.critical_batch_vs_lr(N=16, d=2, lrs=[1.0], products=[8])
+
+
+def test_scan_on_an_executor_is_the_serial_scan():
+    """Run j has its own seed at every batch, so worker processes give the serial numbers exactly."""
+    kw = dict(N=16, d=2, lr=1.0, batches=[1, 8, 32], seeds=5)
+    with sweep.executor(max_workers=2) as pool:
+        xr.testing.assert_identical(scaling_rule_scan(**kw, executor=pool), scaling_rule_scan(**kw))

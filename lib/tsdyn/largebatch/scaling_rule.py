@@ -11,7 +11,7 @@ import math
 import numpy as np
 import xarray as xr
 
-from .. import _seeds, _validate
+from .. import _seeds, _validate, sweep
 from ..stats import bootstrap_median, critical_batch, fit_line
 from . import theory
 from .params import fixed_temperature_params
@@ -58,9 +58,16 @@ def paired_ratio_interval(samples, *, level=0.68, n_boot=2000, seed=0):
     return med, ratio, np.minimum(lo, ratio), np.maximum(hi, ratio)
 
 
+def _recovery_samples(*, n_b, max_steps, seed, **kw):
+    """Samples to weak recovery of one exact-in-law run at batch ``n_b`` (+inf past ``max_steps``
+    steps): a point of :func:`tsdyn.sweep.each`, ``kw`` those of :func:`fixed_temperature_params`."""
+    out = recovery_time(fixed_temperature_params(n_b=n_b, **kw), max_steps, seed=seed, sampler="reduced")
+    return {"samples": float(out["samples"]) if out["recovered"] else np.inf}
+
+
 def scaling_rule_scan(*, d, ell=2, temperature0=0.15, batches, variant="projected", seeds=64, seed=0,
                       tolerance=0.1, budget=10.0, eta=0.5, n_boot=2000, law_batches=(), law_grid=801,
-                      law_n_batches=8000):
+                      law_n_batches=8000, executor=None):
     """The linear scaling rule at fixed temperature T = gamma / n_b = temperature0 d^(-ell/2): samples to
     weak recovery (|m| >= eta from m0 = d^-1/2) against the batch n_b.
 
@@ -99,7 +106,8 @@ def scaling_rule_scan(*, d, ell=2, temperature0=0.15, batches, variant="projecte
     only the out-of-plane part, drawn once per step, differs. The deviation is the ratio of the median
     samples at n_b to the median at the smallest batch, minus 1, with a 68 % percentile bootstrap over
     the runs resampled jointly across batches (:func:`paired_ratio_interval`). Recovery times at l >= 3
-    from m0 = d^-1/2 are heavy-tailed at small d: use >= 128 runs there.
+    from m0 = d^-1/2 are heavy-tailed at small d: use >= 128 runs there. ``executor`` (as for
+    :func:`tsdyn.sweep.run`; None: serially) runs them in parallel, with the same results.
 
     Returns
     -------
@@ -146,12 +154,10 @@ def scaling_rule_scan(*, d, ell=2, temperature0=0.15, batches, variant="projecte
                    else r"n_b^*\sim\frac{\epsilon\,d^{(\ell-2)/2}}{\gamma/n_b}\propto d^{\ell-1}")
     # simulation: paired seeds across batches
     max_samples = budget * s_theory[0]
-    runs = np.empty((len(batches), seeds))
-    for i, p in enumerate(params):
-        max_steps = int(math.ceil(max_samples / p.n_b))
-        for j in range(seeds):
-            out = recovery_time(p, max_steps, seed=_seeds.child(seed, j), sampler="reduced")
-            runs[i, j] = out["samples"] if out["recovered"] else np.inf
+    points = [({**kw, "n_b": p.n_b, "max_steps": int(math.ceil(max_samples / p.n_b))}, _seeds.child(seed, j))
+              for p in params for j in range(seeds)]
+    done = sweep.each(_recovery_samples, points, sweep.SERIAL if executor is None else executor)
+    runs = np.array([float(r.samples) for r in done]).reshape(len(batches), seeds)
     med, ratio, r_lo, r_hi = paired_ratio_interval(runs, n_boot=n_boot, seed=seed)
     _, s_lo, s_hi = bootstrap_median(runs, n_boot=n_boot, seed=seed)
     dev, lo, hi = ratio - 1.0, r_lo - 1.0, r_hi - 1.0
@@ -177,7 +183,8 @@ def scaling_rule_scan(*, d, ell=2, temperature0=0.15, batches, variant="projecte
                "critical_batch_measured_hi": b_hi, "tolerance": float(tolerance),
                "samples_rule_theory": float(limit), "reference_offset_theory": float(s_theory[0] / limit - 1),
                "d": int(d), "ell": int(ell), "variant": variant, "eta": float(eta), "seeds": int(seeds),
-               "budget": float(budget), "seed": int(seed), "sampler": "reduced"})
+               "budget": float(budget), "sampler": "reduced",
+               "seed": int(seed) if not isinstance(seed, np.random.SeedSequence) else str(seed.entropy)})
 
 
 def batch_scale(d, ell, variant="projected"):
@@ -186,13 +193,24 @@ def batch_scale(d, ell, variant="projected"):
     return float(d) ** (ell / 2 if variant == "projected" else ell - 1)
 
 
+_SCAN_ATTRS = ("critical_batch_theory", "critical_batch_formula_value", "critical_batch_measured",
+               "critical_batch_measured_lo", "critical_batch_measured_hi", "reference_offset_theory")
+
+
+def _scan_attrs(*, seed, **kw):
+    """The crossings of one :func:`scaling_rule_scan` (a point of :func:`tsdyn.sweep.each`)."""
+    scan = scaling_rule_scan(**kw, seed=seed)
+    return {k: float(scan.attrs[k]) for k in _SCAN_ATTRS}
+
+
 def critical_batch_scan(*, ds, ell=2, temperature0=0.15, batch_units, variant="projected", seeds=64, seed=0,
-                        tolerance=0.1, budget=10.0, eta=0.5):
+                        tolerance=0.1, budget=10.0, eta=0.5, executor=None):
     """The critical batch against d: :func:`scaling_rule_scan` at each d of ``ds`` with the batches
     n_b = round(u s(d)) for u in ``batch_units``, s(d) = :func:`batch_scale` (d^(ell/2) for projected SGD,
     d^(ell-1) for the correlation loss), so that every d sees the same learning rates gamma = T n_b; the
     same ``seed`` at every d. The smallest unit sets the reference batch: keep it in the rule's regime
-    (its ``reference_offset_theory`` is returned per d).
+    (its ``reference_offset_theory`` is returned per d). ``executor`` (as for :func:`tsdyn.sweep.run`;
+    None: serially) runs the values of d in parallel, with the same results.
 
     Returns an xarray.Dataset over ``d``: ``critical_batch_theory`` (the recursion's crossing),
     ``critical_batch_formula_value`` (ell = 2: gamma_eps d / temperature0), ``critical_batch_measured`` and
@@ -206,15 +224,12 @@ def critical_batch_scan(*, ds, ell=2, temperature0=0.15, batch_units, variant="p
     units = [float(u) for u in batch_units]
     if len(units) < 2 or min(units) <= 0 or any(b <= a for a, b in zip(units, units[1:])):
         raise ValueError(f"batch_units (batches over the predicted scale) must be increasing and > 0; got {units}")
-    names = ("critical_batch_theory", "critical_batch_formula_value", "critical_batch_measured",
-             "critical_batch_measured_lo", "critical_batch_measured_hi", "reference_offset_theory")
-    rows = {k: [] for k in names}
-    for d in ds:
-        batches = sorted({max(1, int(round(u * batch_scale(d, ell, variant)))) for u in units})
-        scan = scaling_rule_scan(d=d, ell=ell, temperature0=temperature0, batches=batches, variant=variant,
-                                 seeds=seeds, seed=seed, tolerance=tolerance, budget=budget, eta=eta)
-        for k in names:
-            rows[k].append(scan.attrs[k])
+    points = [(dict(d=d, ell=ell, temperature0=temperature0, variant=variant, seeds=seeds, tolerance=tolerance,
+                    budget=budget, eta=eta,
+                    batches=sorted({max(1, int(round(u * batch_scale(d, ell, variant)))) for u in units})), seed)
+              for d in ds]
+    done = sweep.each(_scan_attrs, points, sweep.SERIAL if executor is None else executor)
+    rows = {k: [float(r[k]) for r in done] for k in _SCAN_ATTRS}
     th = np.array(rows["critical_batch_theory"])
     slope = float(np.polyfit(np.log(ds), np.log(th), 1)[0]) if np.all(np.isfinite(th)) else float("nan")
     pred = ell / 2 if variant == "projected" else ell - 1.0

@@ -85,8 +85,23 @@ def rerun_stored(stored, executor=None):
     return float(np.max(np.abs(new / old - 1)))
 
 
+def _rule_run(*, N, d, lr, batches, level, max_samples, ratio, refine, seed):
+    """One run of :func:`scaling_rule_scan` at every batch (a point of :func:`tsdyn.sweep.each`):
+    the top curvature at its teacher, population GD's and SGD's samples to ``level``, and SGD's
+    loss where it stopped."""
+    scale = 1.0 / np.sqrt(d)
+    teacher, _, _, W0, _, _ = setup(SGDParams(N=N, d=d, m=1, lr=lr), seed)
+    teacher = teacher.astype(float)
+    theo, sim, final = (np.full(len(batches), np.inf) for _ in range(3))
+    for k, m in enumerate(batches):
+        theo[k] = gd_samples_to_loss(W0, teacher, scale, scale, lr, m, level, max_samples)
+        sim[k], final[k] = samples_to_loss(SGDParams(N=N, d=d, m=m, lr=lr), level, max_samples,
+                                           seed=seed, ratio=ratio, refine=refine)
+    return {"gamma": top_curvature(teacher, scale), "theo": theo, "sim": sim, "final": final}
+
+
 def scaling_rule_scan(*, N, d, lr, batches, seeds=16, level=0.1, max_samples=5e4, seed=0,
-                      tolerance=0.1, ratio=1.05, refine=32):
+                      tolerance=0.1, ratio=1.05, refine=32, executor=None):
     """The linear scaling rule for the dense student at a fixed per-sample rate lambda (chapter 6).
 
     The summed loss of eq. (2) makes a step of eq. (5) move W by lambda m times the mean
@@ -107,7 +122,8 @@ def scaling_rule_scan(*, N, d, lr, batches, seeds=16, level=0.1, max_samples=5e4
     SGD runs that stop at ``level`` or after ``max_samples`` samples
     (:func:`tsdyn.sparse.sgd.samples_to_loss`: the loss is checked on a grid growing by
     ``ratio`` in samples, and the segment that reaches the level is replayed in ``refine``
-    pieces; the same procedure at every m).
+    pieces; the same procedure at every m). ``executor`` (as for :func:`tsdyn.sweep.run`; None:
+    serially) runs the runs in parallel, with the same results.
     Run j has at every m the same teacher, initial student, validation set and stream of input
     samples (paired; only how the stream is cut into mini-batches differs), and the theory
     uses the same teacher and start. The observable is the ratio n_j(m) / n_j(m_0) at the
@@ -153,21 +169,12 @@ def scaling_rule_scan(*, N, d, lr, batches, seeds=16, level=0.1, max_samples=5e4
     if len(batches) < 2 or any(b <= a for a, b in zip(batches, batches[1:])):
         raise ValueError(f"batches (mini-batch sizes m) must be at least two increasing sizes; got {batches}")
     SGDParams(N=N, d=d, m=batches[0], lr=lr)  # validates d <= N
-    n_b = len(batches)
-    sim = np.full((n_b, seeds), np.inf)
-    theo = np.full((n_b, seeds), np.inf)
-    final = np.full((n_b, seeds), np.inf)
-    gamma = np.empty(seeds)
-    scale = 1.0 / np.sqrt(d)
-    for j in range(seeds):
-        ss = child(seed, j)
-        teacher, _, _, W0, _, _ = setup(SGDParams(N=N, d=d, m=1, lr=lr), ss)
-        teacher = teacher.astype(float)
-        gamma[j] = top_curvature(teacher, scale)
-        for k, m in enumerate(batches):
-            theo[k, j] = gd_samples_to_loss(W0, teacher, scale, scale, lr, m, level, max_samples)
-            sim[k, j], final[k, j] = samples_to_loss(SGDParams(N=N, d=d, m=m, lr=lr), level, max_samples,
-                                                     seed=ss, ratio=ratio, refine=refine)
+    kw = dict(N=N, d=d, lr=lr, batches=[int(b) for b in batches], level=float(level),
+              max_samples=float(max_samples), ratio=ratio, refine=refine)
+    done = sweep.each(_rule_run, [(kw, child(seed, j)) for j in range(seeds)],
+                      sweep.SERIAL if executor is None else executor)
+    gamma = np.array([float(r.gamma) for r in done])
+    theo, sim, final = (np.stack([r[k].values for r in done], axis=1) for k in ("theo", "sim", "final"))
     keep = np.isfinite(sim[0]) & np.isfinite(theo[0])
     if keep.sum() < 4:
         raise ValueError(f"level: only {int(keep.sum())} of {seeds} runs reach {level:g} at m = {batches[0]} "
@@ -212,7 +219,7 @@ def scaling_rule_scan(*, N, d, lr, batches, seeds=16, level=0.1, max_samples=5e4
 
 
 def critical_batch_vs_lr(*, N, d, lrs, products, seeds=16, level=0.1, clock=5e4, seed=0,
-                         tolerance=0.1, ratio=1.05, refine=32):
+                         tolerance=0.1, ratio=1.05, refine=32, executor=None):
     """The critical batch at several per-sample rates lambda, against the predicted m_c ~ 1/lambda.
 
     At each lambda of ``lrs``, :func:`scaling_rule_scan` over the batches m = 1 and
@@ -223,6 +230,7 @@ def critical_batch_vs_lr(*, N, d, lrs, products, seeds=16, level=0.1, clock=5e4,
     tolerance crossing are both functions of lambda m only. A power law m_c ~ lambda^(-alpha)
     fitted to the measured crossings (weighted least squares in log-log, errors from the 68 %
     intervals) gives alpha with its standard error (nan with fewer than three finite crossings).
+    ``executor`` as for :func:`scaling_rule_scan`.
 
     Returns
     -------
@@ -250,7 +258,7 @@ def critical_batch_vs_lr(*, N, d, lrs, products, seeds=16, level=0.1, clock=5e4,
         batches = sorted({1, *want})
         ds = scaling_rule_scan(N=N, d=d, lr=lr, batches=batches, seeds=seeds, level=level,
                                max_samples=clock / lr, seed=seed, tolerance=tolerance, ratio=ratio,
-                               refine=refine)
+                               refine=refine, executor=executor)
         for k in keys:
             per_lr[k].append(ds.attrs[k])
         seen = set()
