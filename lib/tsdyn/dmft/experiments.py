@@ -312,12 +312,14 @@ def scaling_rule_scan(temperature, batches, *, sample_time, params=None, observa
 FDR_MODEL = dict(alpha=2.0, Delta=0.5, R0=0.01)  # the two-cluster model, with a ridge for a stationary state
 
 
-def fdr_check(*, b, eta, lam=0.5, t_max=30.0, seeds=8, n_samples=4000, n_resp=1000, window=2.0, seed=None):
+def fdr_check(*, b, eta, lam=0.5, t_max=30.0, seeds=8, n_samples=4000, n_resp=1000, window=2.0, seed=None,
+              executor=None, cache=None):
     """The effective temperature of SGD's noise from the fluctuation-dissipation relation of the
     DMFT, against the white part of the batch noise (:func:`~tsdyn.dmft.fdr_temperature`).
 
     ``seeds`` DMFT solutions of the two-cluster model (:data:`FDR_MODEL`) with ridge ``lam`` at
-    batch fraction ``b`` and step ``eta``, read at ``t_max`` over lags up to ``window``. In a
+    batch fraction ``b`` and step ``eta``, read at ``t_max`` over lags up to ``window``
+    (``executor`` and ``cache`` as in :func:`solve_seeds`: the same solutions). In a
     stationary state driven by white noise of strength 2T per unit time the decorrelation is
     dC = T chi (chi the integrated response); the white part of the batch noise predicts
     T = eta W / 2 (W the diagonal jump of the noise kernel). A discrete step adds a correction of
@@ -330,7 +332,8 @@ def fdr_check(*, b, eta, lam=0.5, t_max=30.0, seeds=8, n_samples=4000, n_resp=10
     ``dC`` (lags increasing) with ``dC_se``, and the solutions ``sols``.
     """
     p = Params(**FDR_MODEL, lam=lam, eta=eta, b=b)
-    _, _, sols = solve_seeds(p, t_max, seeds=seeds, seed=seed, n_samples=n_samples, n_resp=n_resp)
+    _, _, sols = solve_seeds(p, t_max, seeds=seeds, seed=seed, n_samples=n_samples, n_resp=n_resp,
+                             executor=executor, cache=cache)
     res = [fdr_temperature(s, window=window) for s in sols]
     T_eff = np.array([r["T_eff"] for r in res])
     T_pred = np.array([r["T_pred"] for r in res])
@@ -353,9 +356,9 @@ FDR_CANDIDATES = {"eta (1 - b)": (1.0, 1.0, 0.0), "eta (1 - b) / b": (1.0, 1.0, 
 
 
 def fdr_scan(bs, etas, *, lam=0.5, t_max=30.0, seeds=8, n_samples=4000, n_resp=1000, window=2.0,
-             seed=0):
+             seed=0, executor=None, cache=None):
     """The fluctuation-dissipation temperature of SGD over a grid of batch fractions and steps,
-    and the law it follows (:func:`fdr_check` at every (b, eta)).
+    and the law it follows (:func:`fdr_check` at every (b, eta), with ``executor`` and ``cache``).
 
     The slope T_eff of the DMFT's parametric plot (per unit t) is turned into the temperature
     per unit of the sample clock b t, T_s = T_eff/b, and divided by half the gradient variance
@@ -392,7 +395,7 @@ def fdr_scan(bs, etas, *, lam=0.5, t_max=30.0, seeds=8, n_samples=4000, n_resp=1
     for i, b in enumerate(bs):
         for j, eta in enumerate(etas):
             r = fdr_check(b=b, eta=eta, lam=lam, t_max=t_max, seeds=seeds, n_samples=n_samples,
-                          n_resp=n_resp, window=window,
+                          n_resp=n_resp, window=window, executor=executor, cache=cache,
                           seed=curve_seed("fdr scan", b, eta, lam, t_max, seed))
             for k in out:
                 out[k][i, j] = r[k]
@@ -464,7 +467,8 @@ def kicked_fdr_check(*, b, eta, d, seeds, lam=0.5, t_max=30.0, window=2.0, kick=
                        executor, cache)
     runs = [r for r in runs if not bool(r.diverged)]
     th = fdr_check(b=b, eta=eta, lam=lam, t_max=t_max, seeds=dmft_seeds, n_samples=n_samples,
-                   n_resp=n_resp, window=window, seed=curve_seed("kicked twins dmft", seed))
+                   n_resp=n_resp, window=window, seed=curve_seed("kicked twins dmft", seed),
+                   executor=executor, cache=cache)
     res = [fdr_temperature(s, window=window) for s in th["sols"]]
     out = {"lag": runs[0].lag.values, "n_diverged": seeds - len(runs)}
     T = {}
