@@ -156,8 +156,8 @@ def test_critical_batch_scan_bad_input(kwargs, name):
 def test_scans_on_an_executor_are_the_serial_scans():
     """Each run carries its own seed (child j of the scan's seed, at every batch; the scan's seed at
     every d), so worker processes give the serial numbers exactly."""
-    kw = dict(d=64, ell=2, temperature0=0.15, batches=[1, 8, 32], seeds=6, seed=3)
-    kw_d = dict(ds=[32, 64, 128], batch_units=[0.05, 0.5], seeds=4, seed=2)
+    kw = dict(d=32, ell=2, temperature0=0.15, batches=[1, 8], seeds=4, seed=3)
+    kw_d = dict(ds=[16, 32], batch_units=[0.1, 0.5], seeds=4, seed=2)
     with sweep.executor(max_workers=2) as pool:
         xr.testing.assert_identical(scaling_rule_scan(**kw, executor=pool), scaling_rule_scan(**kw))
         xr.testing.assert_identical(critical_batch_scan(**kw_d, executor=pool), critical_batch_scan(**kw_d))
