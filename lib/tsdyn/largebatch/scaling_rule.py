@@ -6,6 +6,7 @@ Is the batch size a temperature? Hold T = gamma / n_b fixed and grow the batch: 
 The two meet only in :func:`tsdyn.largebatch.params.fixed_temperature_params`.
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -15,7 +16,7 @@ from .. import _seeds, _validate, sweep
 from ..stats import bootstrap_median, critical_batch, fit_line
 from . import theory
 from .params import fixed_temperature_params
-from .simulate import recovery_time
+from .simulate import recovery_point
 
 
 def _check_batches(batches):
@@ -56,13 +57,6 @@ def paired_ratio_interval(samples, *, level=0.68, n_boot=2000, seed=0):
     # a run's samples are whole batches, so at large n_b the medians take few values and a percentile
     # interval of their ratio can stop just short of the estimate itself: widen it to include it
     return med, ratio, np.minimum(lo, ratio), np.maximum(hi, ratio)
-
-
-def _recovery_samples(*, n_b, max_steps, seed, **kw):
-    """Samples to weak recovery of one exact-in-law run at batch ``n_b`` (+inf past ``max_steps``
-    steps): a point of :func:`tsdyn.sweep.each`, ``kw`` those of :func:`fixed_temperature_params`."""
-    out = recovery_time(fixed_temperature_params(n_b=n_b, **kw), max_steps, seed=seed, sampler="reduced")
-    return {"samples": float(out["samples"]) if out["recovered"] else np.inf}
 
 
 def scaling_rule_scan(*, d, ell=2, temperature0=0.15, batches, variant="projected", seeds=64, seed=0,
@@ -154,9 +148,10 @@ def scaling_rule_scan(*, d, ell=2, temperature0=0.15, batches, variant="projecte
                    else r"n_b^*\sim\frac{\epsilon\,d^{(\ell-2)/2}}{\gamma/n_b}\propto d^{\ell-1}")
     # simulation: paired seeds across batches
     max_samples = budget * s_theory[0]
-    points = [({**kw, "n_b": p.n_b, "max_steps": int(math.ceil(max_samples / p.n_b))}, _seeds.child(seed, j))
-              for p in params for j in range(seeds)]
-    done = sweep.each(_recovery_samples, points, sweep.SERIAL if executor is None else executor)
+    # one exact-in-law run per (batch, seed); recovery_time's samples are +inf past the budget
+    points = [({**dataclasses.asdict(p), "max_steps": int(math.ceil(max_samples / p.n_b)), "sampler": "reduced"},
+               _seeds.child(seed, j)) for p in params for j in range(seeds)]
+    done = sweep.each(recovery_point, points, sweep.SERIAL if executor is None else executor)
     runs = np.array([float(r.samples) for r in done]).reshape(len(batches), seeds)
     med, ratio, r_lo, r_hi = paired_ratio_interval(runs, n_boot=n_boot, seed=seed)
     _, s_lo, s_hi = bootstrap_median(runs, n_boot=n_boot, seed=seed)
