@@ -78,3 +78,13 @@ def every_dtype(a, *, seed):
 def object_strings(a, *, seed):
     """Strings in an object array: netCDF would hand them back as fixed-width strings."""
     return {"names": np.array(["x", "yy"], dtype=object)}
+
+
+def threads(k, *, seed):
+    """The threads this process's BLAS libraries and numba's parallel loops would use."""
+    import numba
+    import scipy.linalg  # noqa: F401  (scipy's own OpenBLAS too)
+    import threadpoolctl
+
+    blas = [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+    return {"blas": max(blas), "blas_libraries": len(blas), "numba": numba.get_num_threads()}

@@ -353,6 +353,23 @@ def test_partial_functions_have_a_stable_cache_name():
     assert "0x" not in _fn_name(a)
 
 
+@pytest.mark.parametrize("own_pool", [True, False])
+def test_local_workers_run_blas_and_numba_on_one_thread(own_pool):
+    """One worker per core, each on one thread: numpy's and scipy's OpenBLAS and numba's
+    prange loops in a local worker use one thread, in the chapters' long-lived executor and
+    in the pool ``run`` makes when given none."""
+    if own_pool:
+        ds = sweep.run(toy.threads, {"k": [0, 1]}, None, progress=False)
+    else:
+        pool = sweep.executor(max_workers=2)
+        try:
+            ds = sweep.run(toy.threads, {"k": [0, 1]}, pool, progress=False)
+        finally:
+            pool.shutdown()
+    assert (ds.blas == 1).all() and (ds.numba == 1).all()
+    assert (ds.blas_libraries >= 1).all()
+
+
 def test_executor_local_pool_and_bad_scheduler():
     pool = sweep.executor(max_workers=1)
     try:
