@@ -23,12 +23,12 @@ export MPLBACKEND := Agg
 export NUMBA_CACHE_DIR := $(CURDIR)/_build/numba-cache
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help venv book chapter stage html check-html params-doc test bench bench-smoke clean distclean
+.PHONY: help venv book chapter stage html check-html params-doc test test-library test-chapters bench bench-smoke clean distclean
 
 help:
 	@echo "make book        create .venv if needed, run the chapters (SCALE=$(SCALE), JOBS=$(JOBS) at a time;"
 	@echo "                 unchanged ones are reused from _build/exec-cache, CACHE=0 re-runs all) and build $(HTML)"
-	@echo "make test        run the test suite (pytest -n auto)"
+	@echo "make test        run the test suite (pytest -n auto); test-library and test-chapters split it in two"
 	@echo "make chapter NB=book/01_committee.ipynb ARGS=\"-p K 6\"   run one chapter into _build/stage"
 	@echo "make check-html  render every chapter page of $(HTML) in headless Chromium and check it"
 	@echo "make params-doc  write '(quick: ..., paper: ...)' from params/*.yaml into every chapter parameter comment"
@@ -82,6 +82,19 @@ params-doc: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -n auto
+
+# The chapter tests (tests/<model>/test_chapter.py) check the numbers each chapter glued; with
+# TSDYN_EXECUTED they read them from chapters already run. .ci/run runs the rest of the suite
+# (test-library) beside `make book` and the chapter tests after it; `make test` runs both.
+CHAPTER_TESTS := $(sort $(wildcard tests/*/test_chapter.py))
+# pytest -n auto runs one worker per core, so each worker's BLAS runs on one thread (as the
+# chapters' sweep workers do, tsdyn.sweep): more would only oversubscribe the cores.
+test test-library test-chapters: export OPENBLAS_NUM_THREADS := 1
+test-library: $(STAMP)
+	$(PY) -m pytest -n auto $(addprefix --ignore=,$(CHAPTER_TESTS))
+
+test-chapters: $(STAMP)
+	$(PY) -m pytest -n auto $(CHAPTER_TESTS)
 
 # Every benchmark runs (a failing one does not stop the others); any failure fails
 # the target. bench-smoke is the same loop with TSDYN_BENCH_SMOKE=1, which each
