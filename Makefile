@@ -83,18 +83,24 @@ params-doc: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -n auto
 
-# The chapter tests (tests/<model>/test_chapter.py) check the numbers each chapter glued; with
-# TSDYN_EXECUTED they read them from chapters already run. .ci/run runs the rest of the suite
-# (test-library) beside `make book` and the chapter tests after it; `make test` runs both.
-CHAPTER_TESTS := $(sort $(wildcard tests/*/test_chapter.py))
+# The chapter tests that read the numbers a chapter glued (marker `glued`, tests/conftest.py)
+# take them, with TSDYN_EXECUTED, from chapters already run. .ci/run runs the rest of the suite
+# (test-library) beside `make book` and these (test-chapters) after it; `make test` runs both.
 # pytest -n auto runs one worker per core, so each worker's BLAS runs on one thread (as the
 # chapters' sweep workers do, tsdyn.sweep): more would only oversubscribe the cores.
 test test-library test-chapters: export OPENBLAS_NUM_THREADS := 1
+# test-library takes the sub-packages in the reverse order of the chapters, so that beside
+# `make book` each sub-package's numba kernels are compiled and cached once, by the tests or
+# by the chapter, instead of by both at the same time.
+LIBRARY_FIRST := tests/sparse tests/dyson tests/dmft tests/largebatch tests/committee
+LIBRARY_ORDER := $(LIBRARY_FIRST) \
+  $(filter-out $(LIBRARY_FIRST) tests/__pycache__,$(patsubst %/,%,$(sort $(wildcard tests/*/)))) \
+  $(sort $(wildcard tests/test_*.py))
 test-library: $(STAMP)
-	$(PY) -m pytest -n auto $(addprefix --ignore=,$(CHAPTER_TESTS))
+	$(PY) -m pytest -n auto -m "not glued" $(LIBRARY_ORDER)
 
 test-chapters: $(STAMP)
-	$(PY) -m pytest -n auto $(CHAPTER_TESTS)
+	$(PY) -m pytest -n auto -m glued
 
 # Every benchmark runs (a failing one does not stop the others); any failure fails
 # the target. bench-smoke is the same loop with TSDYN_BENCH_SMOKE=1, which each
