@@ -89,18 +89,12 @@ test: $(STAMP)
 # pytest -n auto runs one worker per core, so each worker's BLAS runs on one thread (as the
 # chapters' sweep workers do, tsdyn.sweep): more would only oversubscribe the cores.
 test test-library test-chapters: export OPENBLAS_NUM_THREADS := 1
-# test-library takes the sub-packages in the reverse order of the chapters, so that beside
-# `make book` each sub-package's numba kernels are compiled and cached once, by the tests or
-# by the chapter, instead of by both at the same time.
-LIBRARY_FIRST := tests/sparse tests/dyson tests/dmft tests/largebatch tests/committee
-LIBRARY_ORDER := $(LIBRARY_FIRST) \
-  $(filter-out $(LIBRARY_FIRST) tests/__pycache__,$(patsubst %/,%,$(sort $(wildcard tests/*/)))) \
-  $(sort $(wildcard tests/test_*.py))
 test-library: $(STAMP)
-	$(PY) -m pytest -n auto -m "not glued" $(LIBRARY_ORDER)
+	$(PY) -m pytest -n auto -m "not glued"
 
+# One process: reading six executed notebooks takes seconds, fewer than starting workers.
 test-chapters: $(STAMP)
-	$(PY) -m pytest -n auto -m glued
+	$(PY) -m pytest -m glued $(sort $(wildcard tests/*/test_chapter.py))
 
 # Every benchmark runs (a failing one does not stop the others); any failure fails
 # the target. bench-smoke is the same loop with TSDYN_BENCH_SMOKE=1, which each

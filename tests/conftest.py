@@ -13,9 +13,13 @@ os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 def pytest_collection_modifyitems(items):
     """Mark the tests that read a chapter's glued numbers (the ``glued`` fixture of
     ``tests/_chapter.py``) as ``glued``: ``make test-chapters`` runs these after the book,
-    ``make test-library`` the rest beside it."""
+    from the files ``tests/<model>/test_chapter.py`` alone, ``make test-library`` the rest
+    beside it. A glued test in any other file would be run by neither, so it is refused."""
     import pytest
 
     for item in items:
         if "glued" in getattr(item, "fixturenames", ()):
+            if item.path.name != "test_chapter.py":
+                raise pytest.UsageError(f"{item.nodeid} reads glued numbers: it belongs in a "
+                                        "tests/<model>/test_chapter.py (make test-chapters runs those)")
             item.add_marker(pytest.mark.glued)
