@@ -88,7 +88,7 @@ test: $(STAMP)
 # (test-library) beside `make book` and these (test-chapters) after it; `make test` runs both.
 # pytest -n auto runs one worker per core, so each worker's BLAS runs on one thread (as the
 # chapters' sweep workers do, tsdyn.sweep): more would only oversubscribe the cores.
-test test-library test-chapters: export OPENBLAS_NUM_THREADS := 1
+test test-library: export OPENBLAS_NUM_THREADS := 1
 test-library: $(STAMP)
 	$(PY) -m pytest -n auto -m "not glued"
 

@@ -367,7 +367,6 @@ def test_local_workers_run_blas_and_numba_on_one_thread(own_pool):
         finally:
             pool.shutdown()
     assert (ds.blas == 1).all() and (ds.numba == 1).all()
-    assert (ds.blas_libraries >= 1).all()
 
 
 def test_executor_local_pool_and_bad_scheduler():
