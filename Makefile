@@ -89,8 +89,9 @@ test: $(STAMP)
 # pytest -n auto runs one worker per core, so each worker's BLAS runs on one thread (as the
 # chapters' sweep workers do, tsdyn.sweep): more would only oversubscribe the cores.
 test test-library: export OPENBLAS_NUM_THREADS := 1
+# --durations: the slowest tests in the log, where CI's time goes.
 test-library: $(STAMP)
-	$(PY) -m pytest -n auto -m "not glued"
+	$(PY) -m pytest -n auto -m "not glued" --durations=25
 
 # One process: reading six executed notebooks takes seconds, fewer than starting workers.
 test-chapters: $(STAMP)
