@@ -13,6 +13,11 @@ from _chapter import assert_fails_in_first_cells, glued_fixture
 glued = glued_fixture("04_dyson")
 
 
+def _kept():
+    """The recorded numbers of the kept paper-scale run (book/paper_runs/dyson)."""
+    return json.loads((Path(__file__).resolve().parents[2] / "book" / "paper_runs" / "dyson" / "glue.json").read_text())
+
+
 def _q_by_dblquad():
     """q = E tanh^2(w.x), w ~ N(0, I/3), x ~ N(0, I_3), computed independently of the library:
     given x, w.x ~ N(0, |x|^2/3) and |x|^2 ~ chi^2_3 (a 2-D integral by scipy's dblquad)."""
@@ -68,8 +73,7 @@ def test_chapter_agreement_figures(glued):
     # The text: the kept paper-scale run (100 models on the same temperatures) puts the same estimator
     # outside this run's bootstrap range, which resamples only the models (measured 0.905 against
     # 0.686-0.792): the estimate depends on the ensemble and the seeds, not only on the model
-    kept = json.loads((Path(__file__).resolve().parents[2] / "book" / "paper_runs" / "dyson" / "glue.json").read_text())
-    assert not g["T_transition_loss_lo"] <= kept["T_transition_loss"] <= g["T_transition_loss_hi"]
+    assert not g["T_transition_loss_lo"] <= _kept()["T_transition_loss"] <= g["T_transition_loss_hi"]
     # The SDE integration is converged (dt vs dt/2 on the same paths)
     assert g["sde_strong_max"] < 0.01
     # Recording density: with ~7 times more coefficient records the ordered-phase gap in mean ln S falls
@@ -299,10 +303,6 @@ def test_beyond_the_teachers_edge(glued):
     # 2.5-3.6 at +- one s.e.), so its onset from the common reference lies below the scan, as the text says
     assert g["edge_ratio_ref_lo_B64"] > 2 and g["edge_cold_ratio_last"] > 2
     assert g["edge_onset_ref_B64"].startswith("below") and not g["edge_onset_ref_B16"].startswith("below")
-
-
-def _kept():
-    return json.loads((Path(__file__).resolve().parents[2] / "book" / "paper_runs" / "dyson" / "glue.json").read_text())
 
 
 def test_kept_paper_run_high_contours_hold_a_core_of_the_ordered_phase():

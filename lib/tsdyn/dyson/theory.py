@@ -309,9 +309,9 @@ def _step_pair(kernel, start, tau, n_sub, args, *, seed, levels, check, tail=())
             if check:
                 fine[q] = f
         part = [a[paths] if isinstance(a, np.ndarray) else a for a in args]
-        x[paths] = kernel(start[paths], tau, n_sub, *part, coarse, np.empty((n, n_rec) + levels), *tail)
+        kernel(start[paths], tau, n_sub, *part, coarse, x[paths], *tail)  # fills its block of x in place
         if check:
-            x2[paths] = kernel(start[paths], tau, 2 * n_sub, *part, fine, np.empty((n, n_rec) + levels), *tail)
+            kernel(start[paths], tau, 2 * n_sub, *part, fine, x2[paths], *tail)
     if not check:
         return x, None, None
     other = (0,) + tuple(range(2, x.ndim))
